@@ -1,0 +1,3 @@
+from gymwatch.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""The `gymwatch` command line. Subcommands register themselves in COMMANDS."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable
+
+from . import __version__
+from .core.layout import NotARun
+from .core.verdict import EXIT_INPUT
+
+EPILOG = """exit codes (report): 0 ok or still running; 1 some trials failed / never ran / missing;
+2 no agent ran, startup failed or collection aborted; 3 unreadable input or not a run."""
+
+
+class UserError(Exception):
+    """A problem the user can fix: printed as one line, never a traceback."""
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .core.session import read_run
+    from .report import render
+
+    session = read_run(args.path, args.logs, check_processes=not args.no_process_check)
+    text, code = render(session.state, args.format)
+    sys.stdout.write(text)
+    return code
+
+
+def _attach(args: argparse.Namespace) -> int:
+    from .tui.app import run_app
+
+    return run_app(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gymwatch", description="Watch, triage and report NVIDIA NeMo Gym runs.", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"gymwatch {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    rep = sub.add_parser("report", help="print the verdict, servers and trials of a run (no screen)",
+                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep.add_argument("path", help="a run dir, a rollouts .jsonl, an evaluator bundle or a gymwatch run dir")
+    rep.add_argument("--format", choices=("text", "json", "md"), default="text")
+    rep.add_argument("--logs", help="per-server log dir (+nemo_gym_log_dir) when not <run>/logs")
+    rep.add_argument("--no-process-check", action="store_true",
+                     help="do not look for live gym processes (treat the run as ended)")
+    rep.set_defaults(func=_report)
+
+    att = sub.add_parser("attach", help="open the live screen on a run (also: gymwatch PATH)")
+    att.add_argument("path")
+    att.add_argument("--logs", help="per-server log dir when not <run>/logs")
+    att.add_argument("--poll", action="store_true", help="poll files instead of inotify (network filesystems)")
+    att.add_argument("--head", help="Gym head server URL to probe, e.g. http://127.0.0.1:11000")
+    att.set_defaults(func=_attach)
+
+    for register in EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+# Other modules (launcher, demo, replay, browse) add their subcommands here.
+EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def _load_extras() -> None:
+    import importlib
+
+    for mod in ("gymwatch.launch.cli", "gymwatch.replay", "gymwatch.browse.cli"):
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("gymwatch"):
+                continue
+            raise
+        if hasattr(m, "register") and m.register not in EXTRA_COMMANDS:
+            EXTRA_COMMANDS.append(m.register)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _load_extras()
+    parser = build_parser()
+    known = {"report", "attach", "-h", "--help", "--version", "--debug"} | set(
+        parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    if argv and argv[0] not in known and not argv[0].startswith("-"):
+        argv.insert(0, "attach")   # `gymwatch PATH` means attach
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args)
+    except (NotARun, UserError) as exc:
+        print(f"gymwatch: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with --debug
+        if args.debug or os.environ.get("GYMWATCH_DEBUG"):
+            raise
+        print(f"gymwatch: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
+              file=sys.stderr)
+        return EXIT_INPUT

@@ -1,0 +1,1 @@
+"""The headless core: parsing, tailing, the run-state model, verdicts, attribution. No Textual here."""

@@ -1,0 +1,98 @@
+"""Is the run still alive? From the manifest's pids (with create times), else by looking for a
+live `gym` process whose command line names the run's files."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import psutil
+
+GYM_BINARIES = {"gym", "ng", "ng_run", "ng_collect_rollouts", "ng_e2e_collect_rollouts"}
+CREATE_TIME_SLACK = 0.5   # seconds: psutil's create_time is rounded differently across calls
+
+
+@dataclass(slots=True)
+class Liveness:
+    parent: Optional[bool] = None
+    collector: Optional[bool] = None
+    parent_pid: Optional[int] = None
+    collector_pid: Optional[int] = None
+
+
+def pid_alive(pid: int, create_time: Optional[float]) -> bool:
+    """True only if `pid` runs AND started when recorded, so a reused pid is not the run."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if create_time is not None and abs(proc.create_time() - create_time) > CREATE_TIME_SLACK:
+            return False
+        return True
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+def from_manifest(manifest: dict) -> Liveness:
+    live = Liveness()
+    for proc in manifest.get("processes") or []:
+        if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
+            continue
+        alive = pid_alive(proc["pid"], proc.get("create_time"))
+        role = proc.get("role")
+        if role in ("env", "both"):
+            live.parent, live.parent_pid = alive, proc["pid"]
+        if role in ("eval", "both"):
+            live.collector, live.collector_pid = alive, proc["pid"]
+    return live
+
+
+def _is_gym_command(cmdline: list[str]) -> Optional[str]:
+    """'env' / 'eval' / 'both' for a Gym CLI command line, else None."""
+    head = [os.path.basename(a) for a in cmdline[:3]]
+    if not any(h in GYM_BINARIES for h in head) and "nemo_gym" not in " ".join(cmdline[:3]):
+        return None
+    words = set(cmdline)
+    if "ng_run" in head or ({"env", "start"} <= words):
+        return "env"
+    if "ng_collect_rollouts" in head or ({"eval", "run"} <= words and "--no-serve" in words):
+        return "eval"
+    if "ng_e2e_collect_rollouts" in head or {"eval", "run"} <= words:
+        return "both"
+    return None
+
+
+def scan(needles: list[str]) -> Liveness:
+    """Look for live Gym processes whose command line mentions any of `needles` (paths)."""
+    live = Liveness(parent=False, collector=False)
+    needles = [n for n in needles if n]
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            cmd = proc.info.get("cmdline") or []
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if proc.info["pid"] == me or not cmd:
+            continue
+        role = _is_gym_command(cmd)
+        if role is None:
+            continue
+        joined = " ".join(cmd)
+        if not any(n in joined for n in needles):
+            continue
+        if role in ("env", "both"):
+            live.parent, live.parent_pid = True, proc.info["pid"]
+        if role in ("eval", "both"):
+            live.collector, live.collector_pid = True, proc.info["pid"]
+    return live
+
+
+def needles_for(root: Path, rollouts: Optional[Path], logs_dir: Optional[Path]) -> list[str]:
+    out = [str(root)]
+    if rollouts is not None:
+        out.append(str(rollouts))
+    if logs_dir is not None:
+        out.append(str(logs_dir))
+    return out

@@ -1,0 +1,177 @@
+"""A RunSession owns the tailers of one run and feeds the reducer; `poll()` reads what is new.
+
+`gymwatch report` opens a session and polls once to the end; the live screen polls on
+every watchfiles event and on a periodic tick. Same path, same model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from . import procs
+from .config import read_info
+from .layout import RunLayout, Stream, _streams, discover
+from .model import RunState
+from .reducer import Changes, Reducer
+from .tail import Tailer, decode
+from .verdict import settle
+
+PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
+
+
+class RunSession:
+    def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
+                 check_processes: bool = True):
+        self.layout = layout
+        self.clock = clock
+        self.check_processes = check_processes
+        self._last_proc_check = 0.0
+        self._new_state()
+
+    def _new_state(self) -> None:
+        self.state = RunState(root=str(self.layout.root), kind=self.layout.kind)
+        self.state.info = read_info(self.layout.hydra_dirs, self.layout.bundle_meta, self.layout.manifest)
+        self.reducer = Reducer(self.state, self._now)
+        self.tailers: dict[Path, Tailer] = {}
+        self._streams: dict[Path, Stream] = {s.path: s for s in self.layout.streams}
+
+    def _now(self) -> Optional[float]:
+        return self.clock() if self.clock else None
+
+    @classmethod
+    def open(cls, path: str, logs: Optional[str] = None, **kw) -> "RunSession":
+        return cls(discover(path, logs), **kw)
+
+    # --- reading -------------------------------------------------------------------
+    def poll(self, final: bool = False) -> Changes:
+        """Read every watched file from its offset. `final`: the run is over, take partial lines too."""
+        reset = self._poll_files(final)
+        if reset:
+            self._new_state()
+            self._poll_files(final)
+        self._processes()
+        settle(self.state, self.reducer.trackers, self._now())
+        self.state.now = self._now()
+        changes = self.reducer.take_changes()
+        changes.reset = reset
+        return changes
+
+    def _poll_files(self, final: bool) -> bool:
+        lay = self.layout
+        logs = lay.server_logs()
+        self.reducer.own_logs = set(logs)
+        reset = False
+        for name, path in logs.items():
+            reset |= self._read(path, final, lambda f, n, raw, name=name:
+                                self.reducer.server_log_line(name, f, n, decode(raw)),
+                                offset_key=name)
+        if lay.kind != "launched":
+            for s in _streams(lay.root):
+                self._streams.setdefault(s.path, s)
+        for stream in list(self._streams.values()):
+            reset |= self._read(stream.path, final, lambda f, n, raw, role=stream.role:
+                                self.reducer.stream_line(role, f, n, decode(raw)))
+        if lay.rollouts is None and lay.kind != "launched":
+            fresh = discover(str(lay.root)) if lay.root.is_dir() else None
+            if fresh is not None and fresh.rollouts is not None:
+                lay.rollouts = fresh.rollouts
+        if lay.rollouts is not None:
+            reset |= self._read(lay.materialized, final, self.reducer.materialized_row)
+            reset |= self._read(lay.rollouts, final, self.reducer.rollout_row)
+            reset |= self._read(lay.failures, final, self.reducer.failure_row)
+            self._aggregate()
+        return reset
+
+    def _read(self, path: Optional[Path], final: bool, feed, offset_key: str = "") -> bool:
+        if path is None:
+            return False
+        t = self.tailers.get(path)
+        if t is None:
+            t = self.tailers[path] = self._tailer(path, offset_key)
+        batch = t.read(final=final)
+        rel = self.layout.rel(path)
+        if batch.error:
+            self.reducer.file_error(rel, f"cannot read: {batch.error}")
+        if batch.reset:
+            return True
+        for lineno, raw in batch.lines:
+            feed(rel, lineno, raw)
+        if batch.lines:
+            files = self.reducer.changes.files
+            files[rel] = files.get(rel, 0) + len(batch.lines)
+        return False
+
+    def _tailer(self, path: Path, offset_key: str) -> Tailer:
+        offset = self.layout.log_offsets.get(offset_key, 0) if offset_key else 0
+        if offset <= 0:
+            return Tailer(str(path))
+        return Tailer(str(path), offset, _count_lines(path, offset))
+
+    def _aggregate(self) -> None:
+        agg = self.layout.aggregate
+        if agg is None or self.state.aggregate_written:
+            return
+        try:
+            with open(agg, "rb") as fh:
+                json.loads(fh.read())
+        except (OSError, ValueError):
+            return   # absent, or still being written
+        self.state.aggregate_written = True
+        self.reducer.changes.run = True
+
+    # --- processes ------------------------------------------------------------------
+    def _processes(self) -> None:
+        if not self.check_processes:
+            return
+        now = time.monotonic()
+        if now - self._last_proc_check < PROCESS_CHECK_EVERY and self._last_proc_check:
+            return
+        self._last_proc_check = now
+        self.refresh_processes()
+
+    def refresh_processes(self) -> None:
+        if not self.check_processes:
+            return
+        lay = self.layout
+        if lay.manifest:
+            live = procs.from_manifest(lay.manifest)
+        else:
+            live = procs.scan(procs.needles_for(lay.root, lay.rollouts, lay.logs_dir))
+        p, c = self.state.parent, self.state.collector
+        if (p.alive, c.alive) != (live.parent, live.collector):
+            self.reducer.changes.run = True
+        p.alive, c.alive = live.parent, live.collector
+
+    def watch_paths(self) -> list[Path]:
+        return self.layout.watch_dirs()
+
+    def is_live(self) -> bool:
+        return bool(self.state.parent.alive or self.state.collector.alive)
+
+
+def _count_lines(path: Path, upto: int) -> int:
+    n = 0
+    try:
+        with open(path, "rb") as fh:
+            left = upto
+            while left > 0:
+                chunk = fh.read(min(1 << 20, left))
+                if not chunk:
+                    break
+                n += chunk.count(b"\n")
+                left -= len(chunk)
+    except OSError:
+        return 0
+    return n
+
+
+def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True) -> RunSession:
+    """Open a run and read everything there is now (the headless report's path)."""
+    session = RunSession.open(path, logs, check_processes=check_processes)
+    session.refresh_processes()
+    session.poll(final=not session.is_live())
+    return session
