@@ -124,11 +124,18 @@ def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
     if server.state != READY and server.ready_evidence is None and server.state != FAILED:
         server.failure = tracker.block_start
         server.failure_reason = _reason(tracker)
+        if marker == "uv_error":
+            # uv's `error:` ends the venv build, and with it the server's start command.
+            set_state(server, FAILED, now, "venv build failed")
 
 
 def _reason(tracker: ServerTracker) -> str:
     best = tracker.block_exception or tracker.block_start
-    return best.text.strip() if best else ""
+    return _body(best) if best else ""
+
+
+def _body(ev: Evidence) -> str:
+    return gl.split_prefix(ev.text)[1].strip()
 
 
 def fail(server: Server, tracker: ServerTracker, now: float | None, why: str) -> None:
@@ -142,7 +149,7 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str) ->
     block = tracker.last_error_block
     if block is not None:
         server.failure = block[0]
-        server.failure_reason = (block[1] or block[0]).text.strip()
+        server.failure_reason = _body(block[1] or block[0])
     elif server.last_line_at is not None and gl.INSTALLED_RE.search(server.last_line):
         server.silent_death = True
         server.failure = server.last_line_at

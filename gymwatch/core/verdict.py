@@ -41,7 +41,9 @@ def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> None
                 fail(s, trackers[s.name], now, f"not ready when Gym gave up: {p.timeout.text.strip()}")
     if parent_gave_up(state):
         for s in state.servers.values():
-            if not s.became_ready and s.state != FAILED and s.last_line.strip().startswith("Installed "):
+            if s.became_ready or s.state == FAILED:
+                continue
+            if s.failure is not None or s.last_line.strip().startswith("Installed "):
                 fail(s, trackers[s.name], now, "died during startup")
     if p.finished is not None:
         for s in state.servers.values():
