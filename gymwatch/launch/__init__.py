@@ -1,0 +1,1 @@
+"""Launching and stopping Gym runs: `gymwatch run`, `gymwatch stop`, `gymwatch demo`."""

@@ -1,0 +1,142 @@
+"""`gymwatch run`, `gymwatch stop`, `gymwatch demo`: registered into gymwatch/cli.py."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+RUN_EPILOG = """examples:
+  gymwatch run -- env start --resources-server mcqa --model-type openai_model \\
+      ++policy_base_url=http://127.0.0.1:8000/v1 ++policy_api_key=... ++policy_model_name=m \\
+      --then eval run --agent mcqa_simple_agent --input data.jsonl --num-repeats 2 --concurrency 2
+  gymwatch run --no-tui -- eval run +split=validation --agent mcqa_simple_agent ...   (one process)
+
+Everything after `--` is a gym command line without the leading `gym`. With `env start ...
+--then eval run ...`, gymwatch starts `gym env start`, waits until every server is ready, then
+starts `gym eval run --no-serve`. gymwatch adds hydra.run.dir=<run>/hydra/<env_start|eval_run>
+and --output <run>/rollouts.jsonl unless you give them; it never adds +nemo_gym_log_dir.
+Each gym process runs in its own session with GYMWATCH_RUN_ID=<id> in its environment,
+writing <run>/gym_env_start.std{out,err}.log and <run>/gym_eval_run.std{out,err}.log.
+Closing the screen asks whether to stop the run; `gymwatch attach DIR` re-opens it and
+`gymwatch stop DIR` stops every process of the run."""
+
+
+def _common_watch(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run-dir", metavar="DIR", help="where the run's files go (must not hold rollouts)")
+    p.add_argument("--no-tui", action="store_true",
+                   help="no screen: print progress to stderr, wait for the collection, print the report")
+    p.add_argument("--format", choices=("text", "json", "md"), default="text", help="report format with --no-tui")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser("run", help="launch a Gym run (env start + eval run, or one eval run) and watch it",
+                         epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                         usage="gymwatch run [options] -- env start ARGS... [--then eval run ARGS...]\n"
+                               "       gymwatch run [options] -- eval run ARGS...")
+    _common_watch(run)
+    run.add_argument("--gym", metavar="BIN", help="the gym executable (default: `gym` on PATH)")
+    run.add_argument("--cwd", metavar="DIR", help="working dir of the gym processes (server venvs are "
+                     "built under it: reuse one dir to reuse them; default: current dir)")
+    run.add_argument("--startup-timeout", type=float, metavar="S",
+                     help="when not every server is ready after S seconds, say which are pending and why")
+    run.add_argument("--kill-on-timeout", action="store_true", help="stop the run when --startup-timeout hits")
+    run.add_argument("--stop-after", action="store_true",
+                     help="with --no-tui: stop the servers once the collection ended (default: leave them)")
+    run.add_argument("--on-quit", choices=("ask", "stop", "leave"), default="ask",
+                     help="what closing the screen does to a live run (default: ask)")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- env start ARGS... [--then eval run ARGS...]")
+    run.set_defaults(func=_run)
+
+    stop = sub.add_parser("stop", help="stop a run gymwatch launched: every process with its marker")
+    stop.add_argument("path", help="the run dir (holds gymwatch-manifest.json)")
+    stop.add_argument("--grace", type=float, default=20.0, metavar="S",
+                      help="seconds gym gets to shut its servers down after SIGTERM (default 20)")
+    stop.set_defaults(func=_stop)
+
+    demo = sub.add_parser("demo", help="a simulated Gym run (no GPU, no network) watched like a real one")
+    _common_watch(demo)
+    demo.add_argument("--fast", action="store_true", help="compress time: the whole run takes a few seconds")
+    demo.add_argument("--keep", action="store_true", help="leave the simulated servers running at the end")
+    demo.set_defaults(func=_demo)
+
+
+def _user_error(msg: str) -> Exception:
+    from ..cli import UserError
+
+    return UserError(msg)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .manifest import new_run_id
+    from .plan import PlanError, find_gym, gym_version, make_plan
+
+    run_id = new_run_id()
+    run_dir = Path(args.run_dir or Path("gymwatch-runs") / run_id).expanduser().resolve()
+    cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
+    try:
+        gym = find_gym(args.gym)
+        plan = make_plan(list(args.command), run_dir, cwd, gym)
+    except PlanError as exc:
+        raise _user_error(str(exc)) from None
+    plan.gym_version = gym_version(gym)
+    return launch_and_watch(plan, args, run_id)
+
+
+def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) -> int:
+    from .runner import RunRefused, ask_on_quit, launch, open_screen, report, wait_headless
+    from .spawn import SpawnError
+    from .stop import stop_run
+
+    try:
+        data = launch(plan, getattr(args, "startup_timeout", None), getattr(args, "kill_on_timeout", False),
+                      run_id=run_id)
+    except (RunRefused, SpawnError) as exc:
+        raise _user_error(str(exc)) from None
+    run_dir = plan.run_dir
+    err = sys.stderr
+    print(f"gymwatch: run {data['run_id']} in {run_dir} ({plan.mode}; {data['marker']})", file=err, flush=True)
+    if not args.no_tui:
+        rc = open_screen(run_dir, plan.head, getattr(args, "debug", False))
+        if rc is not None:
+            ask_on_quit(run_dir, getattr(args, "on_quit", "ask"))
+            return rc
+    why = wait_headless(run_dir, getattr(args, "startup_timeout", None))
+    if why == "timeout" and getattr(args, "kill_on_timeout", False):
+        stop_run(run_dir, say=lambda s: print(s, file=err))
+    text, code = report(run_dir, args.format)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    if getattr(args, "stop_after", False):
+        stop_run(run_dir, say=lambda s: print(s, file=err))
+    elif why != "timeout" or not getattr(args, "kill_on_timeout", False):
+        from .runner import is_live
+
+        if is_live(run_dir):
+            print(f"gymwatch: left running. Stop: gymwatch stop {run_dir}   Watch: gymwatch attach {run_dir}",
+                  file=err)
+    return code
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from .stop import stop_run
+
+    run_dir = Path(args.path).expanduser().resolve()
+    try:
+        res = stop_run(run_dir, grace=args.grace)
+    except ValueError as exc:
+        raise _user_error(str(exc)) from None
+    return 0 if res.ok else 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ..sim.plan import demo_plan
+
+    run_dir = Path(args.run_dir).expanduser().resolve() if args.run_dir else \
+        Path(tempfile.mkdtemp(prefix="gymwatch-demo-"))
+    plan = demo_plan(run_dir, fast=args.fast)
+    ns = argparse.Namespace(no_tui=args.no_tui, format=args.format, startup_timeout=None,
+                            kill_on_timeout=False, stop_after=not args.keep,
+                            on_quit="leave" if args.keep else "stop", debug=getattr(args, "debug", False))
+    return launch_and_watch(plan, ns)

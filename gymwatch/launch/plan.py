@@ -1,0 +1,153 @@
+"""Turn `gymwatch run -- env start ... --then eval run ...` into the exact gym command lines.
+
+What gymwatch adds: `hydra.run.dir=<run>/hydra/<env_start|eval_run>` (unless given),
+`--output <run>/rollouts.jsonl` (unless given), `--no-serve` on an eval after env start.
+It never adds `+nemo_gym_log_dir` (GYM_REFERENCE §3: the pipefail bug on cold builds).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .manifest import DEFAULT_HEAD
+
+GYM_NAMES = ("gym", "ng")
+ENV_START, EVAL_RUN = ("env", "start"), ("eval", "run")
+THEN = "--then"
+
+
+class PlanError(ValueError):
+    pass
+
+
+@dataclass
+class Plan:
+    gym: list[str]                       # the gym CLI: [path] or [python, -m, gymwatch.sim]
+    env_args: Optional[list[str]]        # ["env", "start", ...] or None
+    eval_args: Optional[list[str]]       # ["eval", "run", ...] or None
+    run_dir: Path
+    cwd: Path
+    output: Optional[Path] = None
+    logs_dir: Optional[Path] = None
+    head: str = DEFAULT_HEAD
+    gym_version: str = "unknown"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        if self.env_args and self.eval_args:
+            return "env+eval"
+        return "env" if self.env_args else "e2e"
+
+    def argv(self, which: str) -> list[str]:
+        return [*self.gym, *(self.env_args if which == "env" else self.eval_args or [])]
+
+
+def split_command(tokens: list[str]) -> tuple[Optional[list[str]], Optional[list[str]]]:
+    """(env start args, eval run args) from the words after `--`."""
+    if tokens and tokens[0] == "--":
+        tokens = tokens[1:]
+    parts, cur = [], []
+    for t in tokens:
+        if t == THEN:
+            parts.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    parts.append(cur)
+    env = ev = None
+    for part in parts:
+        if part and os.path.basename(part[0]) in GYM_NAMES:
+            part = part[1:]
+        if tuple(part[:2]) == ENV_START and env is None and ev is None:
+            env = part
+        elif tuple(part[:2]) == EVAL_RUN and ev is None:
+            ev = part
+        else:
+            shown = " ".join(part[:2]) or "nothing"
+            raise PlanError(f"expected `env start ...` then optionally `--then eval run ...`, "
+                            f"or one `eval run ...`; got `{shown}`")
+    if env is None and ev is None:
+        raise PlanError("no gym command: give `-- env start ARGS... [--then eval run ARGS...]` or `-- eval run ARGS...`")
+    return env, ev
+
+
+def override_value(args: list[str], key: str) -> Optional[str]:
+    """The value of a Hydra override `key=v`, `+key=v` or `++key=v` (last one wins)."""
+    rx = re.compile(r"^\+{0,2}" + re.escape(key) + r"=(.*)$")
+    found = None
+    for a in args:
+        m = rx.match(a)
+        if m:
+            found = m.group(1)
+    return found
+
+
+def flag_value(args: list[str], flag: str) -> Optional[str]:
+    found = None
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            found = args[i + 1]
+        elif a.startswith(flag + "="):
+            found = a.split("=", 1)[1]
+    return found
+
+
+def _abs(value: str, cwd: Path) -> Path:
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (cwd / p).resolve()
+
+
+def head_of(args: list[str]) -> str:
+    host = override_value(args, "head_server.host") or "127.0.0.1"
+    port = override_value(args, "head_server.port") or "11000"
+    return f"{host}:{port}"
+
+
+def find_gym(gym: Optional[str]) -> list[str]:
+    exe = shutil.which(gym or "gym")
+    if exe is None:
+        raise PlanError(f"`{gym or 'gym'}` not found on PATH: install nemo-gym, activate its venv, or pass --gym PATH")
+    return [exe]
+
+
+def gym_version(gym: list[str]) -> str:
+    """nemo-gym's version from the dist-info next to the gym script (no slow import)."""
+    bindir = Path(gym[0]).resolve().parent if len(gym) == 1 else None
+    if bindir is None:
+        return "unknown"
+    for pattern in ("../lib/python*/site-packages/nemo_gym-*.dist-info",):
+        hits = sorted(glob.glob(str(bindir / pattern)))
+        if hits:
+            return Path(hits[-1]).name[len("nemo_gym-"):-len(".dist-info")]
+    return "unknown"
+
+
+def make_plan(tokens: list[str], run_dir: Path, cwd: Path, gym: list[str]) -> Plan:
+    env, ev = split_command(tokens)
+    plan = Plan(gym=gym, env_args=list(env) if env else None, eval_args=list(ev) if ev else None,
+                run_dir=run_dir, cwd=cwd)
+    for which, args in (("env_start", plan.env_args), ("eval_run", plan.eval_args)):
+        if args is not None and override_value(args, "hydra.run.dir") is None:
+            args.append(f"hydra.run.dir={run_dir / 'hydra' / which}")
+    first = plan.env_args or plan.eval_args or []
+    log_dir = override_value(first, "nemo_gym_log_dir")
+    plan.logs_dir = _abs(log_dir, cwd) if log_dir else None
+    plan.head = head_of(first)
+    if plan.eval_args is not None:
+        args = plan.eval_args
+        if plan.env_args is not None and "--no-serve" not in args:
+            args.insert(2, "--no-serve")
+        out = flag_value(args, "--output") or override_value(args, "output_jsonl_fpath")
+        if out is None:
+            plan.output = run_dir / "rollouts.jsonl"
+            args += ["--output", str(plan.output)]
+        else:
+            plan.output = _abs(out, cwd)
+    return plan

@@ -1,0 +1,172 @@
+"""`gymwatch run` / `gymwatch demo`: prepare the run dir, write the manifest, start gym and the
+launch driver, then open the screen or (headless) wait and print the report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from ..core.layout import MANIFEST_NAME
+from ..core.procs import pid_alive
+from . import manifest as mf
+from .driver import LAUNCH_LOG
+from .plan import Plan
+from .spawn import gym_env, planned, read_status, spawn
+from .startup import progress_line, timeout_summary
+
+
+class RunRefused(Exception):
+    """The run dir cannot take a new run (one line for the user)."""
+
+
+def prepare_dir(plan: Plan) -> None:
+    d = plan.run_dir
+    if (d / MANIFEST_NAME).exists():
+        raise RunRefused(f"{d} already holds a gymwatch run: attach it with `gymwatch attach {d}` or pick another --run-dir")
+    for p in (plan.output, d / "rollouts.jsonl"):
+        if p is not None and p.exists() and p.stat().st_size > 0:
+            raise RunRefused(f"{d} already holds rollouts ({p}): pick a new --run-dir (or --output)")
+    d.mkdir(parents=True, exist_ok=True)
+    plan.cwd.mkdir(parents=True, exist_ok=True)
+    if plan.output is not None:
+        plan.output.parent.mkdir(parents=True, exist_ok=True)
+
+
+def launch(plan: Plan, startup_timeout: Optional[float] = None, kill_on_timeout: bool = False,
+           extra: Optional[dict] = None, run_id: Optional[str] = None) -> dict:
+    """Start the run; returns the manifest (written before this returns)."""
+    prepare_dir(plan)
+    run_id = run_id or mf.new_run_id()
+    env = gym_env(run_id)
+    data = mf.build(run_id, plan.gym_version, plan.head, plan.output, plan.logs_dir,
+                    mf.log_offsets(plan.logs_dir), {"mode": plan.mode, **(extra or {})})
+    data["files"]["launch_log"] = str(plan.run_dir / LAUNCH_LOG)
+    first = "env" if plan.env_args else "both"
+    entry = spawn(first, plan.argv("env" if plan.env_args else "eval"), plan.run_dir, plan.cwd, env)
+    data["processes"].append(entry)
+    if plan.mode == "env+eval":
+        data["processes"].append(planned("eval", plan.argv("eval"), plan.run_dir, plan.cwd))
+    mf.write(plan.run_dir, data)
+    driver_plan = {"cwd": str(plan.cwd), "startup_timeout": startup_timeout, "kill_on_timeout": kill_on_timeout,
+                   "eval_argv": plan.argv("eval") if plan.mode == "env+eval" else None}
+    with open(plan.run_dir / LAUNCH_LOG, "ab") as log:
+        drv = subprocess.Popen([sys.executable, "-m", "gymwatch.launch.driver", str(plan.run_dir)],
+                               stdin=subprocess.PIPE, stdout=log, stderr=log, env=env, cwd=plan.cwd,
+                               start_new_session=True)
+    drv.stdin.write(json.dumps(driver_plan).encode())
+    drv.stdin.close()
+    return data
+
+
+# --- watching without a screen -----------------------------------------------------------
+def _entry(data: dict, roles: tuple[str, ...]) -> dict:
+    for p in data.get("processes") or []:
+        if isinstance(p, dict) and p.get("role") in roles:
+            return p
+    return {}
+
+
+def _ended(e: dict) -> bool:
+    """A started process that is gone (status file or pid check)."""
+    if not isinstance(e.get("pid"), int):
+        return False
+    if "returncode" in read_status(e.get("status_file") or ""):
+        return True
+    return not pid_alive(e["pid"], e.get("create_time"))
+
+
+def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, poll: float = 0.5) -> str:
+    """Wait until the run reaches a point a script can report on. Returns why it stopped waiting:
+    `collected`, `ready` (env only), `startup_ended` (gym died before ready), `timeout`."""
+    from ..core.session import RunSession
+
+    say = say or (lambda s: print(s, file=sys.stderr, flush=True))
+    session = RunSession.open(str(run_dir), check_processes=False)
+    started = time.monotonic()
+    last = ""
+    while True:
+        data = mf.load(run_dir)
+        session.poll()
+        state = session.state
+        line = progress_line(state)
+        if line != last:
+            say(f"gymwatch: {line}")
+            last = line
+        parent, collector = _entry(data, ("env", "both")), _entry(data, ("eval", "both"))
+        mode = data.get("mode")
+        if collector and _ended(collector):
+            return "collected"
+        if mode == "env" and state.parent.all_ready is not None:
+            return "ready"
+        if _ended(parent) and state.parent.all_ready is None:
+            return "startup_ended"
+        if mode == "env+eval" and _ended(parent) and not isinstance(collector.get("pid"), int):
+            time.sleep(1.0)   # the driver may be about to start eval; re-check once
+            if not isinstance(_entry(mf.load(run_dir), ("eval",)).get("pid"), int):
+                return "startup_ended"
+        if startup_timeout and state.parent.all_ready is None and time.monotonic() - started > startup_timeout:
+            say(timeout_summary(state, time.monotonic() - started))
+            return "timeout"
+        time.sleep(poll)
+
+
+def report(run_dir: Path, fmt: str) -> tuple[str, int]:
+    """The core's report of the run, with per-server process facts attached."""
+    from ..core.session import read_run
+    from ..report import render
+    from .procfacts import fill
+
+    session = read_run(str(run_dir))
+    fill(session.state, session.layout.manifest)
+    return render(session.state, fmt)
+
+
+def is_live(run_dir: Path) -> bool:
+    from .stop import marked
+
+    try:
+        data = mf.load(run_dir)
+    except ValueError:
+        return False
+    return bool(marked(str(data["run_id"])))
+
+
+def open_screen(run_dir: Path, head: str, debug: bool = False, poll: bool = False) -> Optional[int]:
+    """Open the live screen; None when there is no screen to open (no TUI module or no terminal)."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("gymwatch: no terminal: watching without a screen", file=sys.stderr)
+        return None
+    try:
+        from ..tui.app import run_app
+    except ImportError as exc:
+        print(f"gymwatch: the screen is not available ({exc}): watching without it", file=sys.stderr)
+        return None
+    args = argparse.Namespace(path=str(run_dir), logs=None, poll=poll, head=f"http://{head}", debug=debug)
+    return run_app(args)
+
+
+def ask_on_quit(run_dir: Path, on_quit: str) -> None:
+    """After the screen closes on a live run: stop it or leave it running."""
+    from .stop import stop_run
+
+    if not is_live(run_dir):
+        return
+    choice = on_quit
+    if choice == "ask":
+        choice = "leave"
+        if sys.stdin.isatty():
+            try:
+                ans = input("The Gym run is still running. [s]top it or [l]eave it running? [l] ").strip().lower()
+            except EOFError:
+                ans = ""
+            choice = "stop" if ans.startswith("s") else "leave"
+    if choice == "stop":
+        stop_run(run_dir)
+    else:
+        print(f"left running. Re-attach: gymwatch attach {run_dir}   Stop: gymwatch stop {run_dir}")

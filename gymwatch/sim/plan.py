@@ -1,0 +1,25 @@
+"""The demo's launch plan: the simulated gym, driven by the same launcher as a real one."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..launch.plan import make_plan
+from .collect import DATA
+from .env import free_port
+
+FAST_SPEED = 0.05   # the whole demo in a few seconds (tests)
+
+
+def demo_plan(run_dir: Path, fast: bool = False, speed: float | None = None):
+    speed = speed if speed is not None else (FAST_SPEED if fast else 1.0)
+    head = [f"+head_server.host=127.0.0.1", f"+head_server.port={free_port()}", f"+sim_speed={speed}"]
+    tokens = ["env", "start", "--resources-server", "mcqa", "--model-type", "openai_model",
+              "++policy_base_url=http://127.0.0.1:9/v1", "++policy_api_key=demo-key",
+              "++policy_model_name=sim-model", *head,
+              "--then", "eval", "run", "--agent", "mcqa_simple_agent", "--input", str(DATA),
+              "--num-repeats", "2", "--concurrency", "2", *head]
+    plan = make_plan(tokens, run_dir, run_dir, [sys.executable, "-m", "gymwatch.sim"])
+    plan.gym_version = "0.4.0 (simulated)"
+    return plan
