@@ -108,6 +108,14 @@ class Malformed:
     reason: str
 
 
+def last_of(streams: dict[str, Evidence]) -> Optional[Evidence]:
+    """The last line of the stream that says most: stderr (tracebacks) before stdout.
+    Independent of the order the files were read in."""
+    if not streams:
+        return None
+    return streams[min(streams, key=lambda f: ("stderr" not in f, f))]
+
+
 @dataclass(slots=True)
 class Collector:
     """What is known about `gym eval run`."""
@@ -118,9 +126,13 @@ class Collector:
     exit_code: Optional[int] = None
     traceback: Optional[Evidence] = None
     error: Optional[Evidence] = None   # the last exception line of its traceback
-    last_line: Optional[Evidence] = None
+    last_lines: dict[str, Evidence] = field(default_factory=dict)   # per captured stream
     progress: Optional[tuple[int, int]] = None   # done, total
     examples_left: Optional[int] = None
+
+    @property
+    def last_line(self) -> Optional[Evidence]:
+        return last_of(self.last_lines)
 
 
 @dataclass(slots=True)
@@ -138,8 +150,12 @@ class Parent:
     timeout: Optional[Evidence] = None           # Gym 0.7 startup timeout
     traceback: Optional[Evidence] = None
     finished: Optional[Evidence] = None          # NeMo Gym finished!
-    last_line: Optional[Evidence] = None
+    last_lines: dict[str, Evidence] = field(default_factory=dict)   # per captured stream
     head_url: Optional[str] = None
+
+    @property
+    def last_line(self) -> Optional[Evidence]:
+        return last_of(self.last_lines)
 
 
 @dataclass(slots=True)

@@ -7,9 +7,9 @@ The key names that join Gym (the writer) and gymwatch (the reader) live here onl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from pydantic_core import from_json
+from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
 from .neverran import is_number, never_ran
 
@@ -57,6 +57,8 @@ def _index(obj: dict, key: str) -> tuple[Optional[int], str]:
     if key not in obj:
         return None, f"no {key}"
     value = obj[key]
+    if type(value) is int and value >= 0:
+        return value, ""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None, f"{key} is {type(value).__name__} {_short(repr(value))}, not a whole number"
     return value, ""
@@ -81,24 +83,28 @@ def _keys(obj: dict, facts: RowFacts) -> None:
     facts.agent = _agent(obj)
 
 
+def _first_number(usage: dict, a: str, b: str) -> Optional[int]:
+    v = usage.get(a)
+    if is_number(v):
+        return int(v)
+    v = usage.get(b)
+    if is_number(v):
+        return int(v)
+    return None
+
+
 def _usage(response: Any, facts: RowFacts) -> None:
     if not isinstance(response, dict):
         return
     usage = response.get("usage")
     if not isinstance(usage, dict):
         return
-    for attr, keys in (("input_tokens", ("input_tokens", "prompt_tokens")),
-                       ("output_tokens", ("output_tokens", "completion_tokens"))):
-        for k in keys:
-            v = usage.get(k)
-            if is_number(v):
-                setattr(facts, attr, int(v))
-                break
+    facts.input_tokens = _first_number(usage, "input_tokens", "prompt_tokens")
+    facts.output_tokens = _first_number(usage, "output_tokens", "completion_tokens")
 
 
-def rollout_facts(raw: bytes) -> RowFacts:
-    """A successful-rollout row. Raises BadLine for lines that are not JSON objects."""
-    obj = load_object(raw)
+# --- the rows from a parsed object (the same code for the projected and the full parse) ---------
+def _rollout_from(obj: dict) -> RowFacts:
     facts = RowFacts()
     _keys(obj, facts)
     response = obj.get("response")
@@ -115,9 +121,7 @@ def rollout_facts(raw: bytes) -> RowFacts:
     return facts
 
 
-def failure_facts(raw: bytes) -> RowFacts:
-    """A row of the failures sidecar."""
-    obj = load_object(raw)
+def _failure_from(obj: dict) -> RowFacts:
     facts = RowFacts()
     _keys(obj, facts)
     response = obj.get("response")
@@ -128,11 +132,71 @@ def failure_facts(raw: bytes) -> RowFacts:
     return facts
 
 
-def materialized_facts(raw: bytes) -> RowFacts:
-    obj = load_object(raw)
+def _materialized_from(obj: dict) -> RowFacts:
     facts = RowFacts()
     _keys(obj, facts)
     return facts
+
+
+# --- the full parse: every key of the row, as a Python object (the reference) -------------------
+def rollout_facts_full(raw: bytes) -> RowFacts:
+    return _rollout_from(load_object(raw))
+
+
+def failure_facts_full(raw: bytes) -> RowFacts:
+    return _failure_from(load_object(raw))
+
+
+def materialized_facts_full(raw: bytes) -> RowFacts:
+    return _materialized_from(load_object(raw))
+
+
+# --- the projected parse: the same parser (jiter, inside pydantic-core) reads and checks the
+# whole line, but only the keys below become Python objects; the request
+# (`responses_create_params`, most of the bytes) and the rest of `response` are skipped.
+# Duplicate keys resolve as in the full parse (the last one wins). Anything the projection
+# cannot answer exactly - invalid JSON, a top level that is not an object, a `response` that is
+# not an object, a row whose message needs every key - goes to the full parse, so the facts
+# (and the BadLine text) are always the full parse's.
+def _field() -> Any:
+    return core_schema.typed_dict_field(core_schema.any_schema(), required=False)
+
+
+def _projection(keys: tuple[str, ...], response: bool = False) -> Callable[[bytes], dict]:
+    fields = {k: _field() for k in keys}
+    if response:
+        inner = core_schema.typed_dict_schema({"output": _field(), "usage": _field()}, extra_behavior="ignore")
+        fields["response"] = core_schema.typed_dict_field(inner, required=False)
+    return SchemaValidator(core_schema.typed_dict_schema(fields, extra_behavior="ignore")).validate_json
+
+
+_KEY_FIELDS = (TASK_KEY, ROLLOUT_KEY, ATTEMPT_KEY, AGENT_REF_KEY)
+_ROLLOUT = _projection(_KEY_FIELDS + ("reward", FAILURE_CLASS_KEY), response=True)
+_MATERIALIZED = _projection(_KEY_FIELDS)
+
+
+def rollout_facts(raw: bytes) -> RowFacts:
+    """A successful-rollout row. Raises BadLine for lines that are not JSON objects."""
+    try:
+        obj = _ROLLOUT(raw)
+    except ValidationError:
+        return rollout_facts_full(raw)
+    if obj.get(FAILURE_CLASS_KEY):
+        return rollout_facts_full(raw)     # its message may be in any `_ng_failure_*` key
+    return _rollout_from(obj)
+
+
+def failure_facts(raw: bytes) -> RowFacts:
+    """A row of the failures sidecar (few rows; the message may be in any key: full parse)."""
+    return failure_facts_full(raw)
+
+
+def materialized_facts(raw: bytes) -> RowFacts:
+    try:
+        obj = _MATERIALIZED(raw)
+    except ValidationError:
+        return materialized_facts_full(raw)
+    return _materialized_from(obj)
 
 
 def _message(obj: dict) -> str:

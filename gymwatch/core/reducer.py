@@ -50,6 +50,7 @@ class Reducer:
         self.changes = Changes()
         self.trackers: dict[str, ServerTracker] = {}
         self.own_logs: set[str] = set()          # servers read from their own log file
+        self.fed_from_merged: set[str] = set()   # servers whose lines came from a merged stream
         self._banner: Optional[str] = None       # server whose `# Server Instances` block is being read
         self._examples_next = False
         self._attempts: dict[tuple[int, int], list[TrialKey]] = {}   # (task, rollout) -> keys with attempts
@@ -93,6 +94,7 @@ class Reducer:
         ev = Evidence(file, lineno, text)
         if name is not None:
             if name not in self.own_logs:
+                self.fed_from_merged.add(name)
                 self._server_text(name, body, ev)
             elif name not in self.state.servers:
                 self.server(name)
@@ -108,7 +110,7 @@ class Reducer:
         p = self.state.parent
         p.started = True
         if text.strip():
-            p.last_line = ev
+            p.last_lines[ev.file] = ev
         if self._banner_line(text, ev):
             return
         pending = gl.parse_pending(text)
@@ -208,7 +210,7 @@ class Reducer:
             return
         stripped = text.strip()
         if stripped and not stripped.startswith("Collecting rollouts:") and not stripped.startswith("Reading rows:"):
-            c.last_line = ev
+            c.last_lines[ev.file] = ev
         if self._examples_next:
             self._examples_next = False
             m = gl.EXAMPLES_LEFT_RE.match(stripped)

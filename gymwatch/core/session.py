@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from . import procs
 from .config import read_info
-from .layout import RunLayout, Stream, _streams, discover
+from .layout import NotARun, RunLayout, Stream, _hydra_dirs, _streams, discover
 from .model import RunState
 from .reducer import Changes, Reducer
 from .tail import Tailer, decode
@@ -25,8 +25,11 @@ PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
 
 class RunSession:
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
-                 check_processes: bool = True):
+                 check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False):
         self.layout = layout
+        self._explicit = layout.root.is_dir() and layout.rollouts is not None and layout.rollouts.is_file() \
+            and explicit_file
+        self._logs_given = logs_given
         self.clock = clock
         self.check_processes = check_processes
         self._last_proc_check = 0.0
@@ -34,7 +37,8 @@ class RunSession:
 
     def _new_state(self) -> None:
         self.state = RunState(root=str(self.layout.root), kind=self.layout.kind)
-        self.state.info = read_info(self.layout.hydra_dirs, self.layout.bundle_meta, self.layout.manifest)
+        self._config_sig: tuple = ()
+        self._refresh_info()
         self.reducer = Reducer(self.state, self._now)
         self.tailers: dict[Path, Tailer] = {}
         self._streams: dict[Path, Stream] = {s.path: s for s in self.layout.streams}
@@ -44,12 +48,16 @@ class RunSession:
 
     @classmethod
     def open(cls, path: str, logs: Optional[str] = None, **kw) -> "RunSession":
-        return cls(discover(path, logs), **kw)
+        layout = discover(path, logs)
+        return cls(layout, explicit_file=os.path.isfile(path), logs_given=bool(logs), **kw)
 
     # --- reading -------------------------------------------------------------------
     def poll(self, final: bool = False) -> Changes:
         """Read every watched file from its offset. `final`: the run is over, take partial lines too."""
-        reset = self._poll_files(final)
+        reset = self._rediscover()
+        if reset:
+            self._new_state()
+        reset = self._poll_files(final) or reset
         if reset:
             self._new_state()
             self._poll_files(final)
@@ -60,9 +68,45 @@ class RunSession:
         changes.reset = reset
         return changes
 
+    def _rediscover(self) -> bool:
+        """A live run grows into its final shape (sidecars, logs/, bundle files appear late):
+        when what the path IS changes, adopt the new layout and read it afresh."""
+        lay = self.layout
+        if lay.kind == "launched" or self._explicit or not lay.root.is_dir():
+            return False
+        try:
+            fresh = discover(str(lay.root), str(lay.logs_dir) if self._logs_given else None)
+        except NotARun:
+            return False
+        if (fresh.kind, fresh.rollouts, fresh.logs_dir) == (lay.kind, lay.rollouts, lay.logs_dir):
+            return False
+        self.layout = fresh
+        return True
+
+    def _refresh_info(self) -> None:
+        """Re-read names and settings when a Hydra config appeared or changed (live runs)."""
+        lay = self.layout
+        if lay.root.is_dir():
+            lay.hydra_dirs = _hydra_dirs(lay.root)
+        sig = tuple(_stat_sig(d / ".hydra" / n) for d in lay.hydra_dirs for n in ("config.yaml", "overrides.yaml"))
+        if sig != self._config_sig or not self._config_sig:
+            self._config_sig = sig
+            self.state.info = read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest)
+            self.reducer_changed_run()
+
+    def reducer_changed_run(self) -> None:
+        reducer = getattr(self, "reducer", None)
+        if reducer is not None:
+            reducer.changes.run = True
+
     def _poll_files(self, final: bool) -> bool:
         lay = self.layout
+        self._refresh_info()
+        if lay.logs_dir is None and (lay.root / "logs").is_dir() and lay.kind != "launched":
+            lay.logs_dir = lay.root / "logs"
         logs = lay.server_logs()
+        if set(logs) & self.reducer.fed_from_merged:
+            return True   # a server's own log appeared after its merged lines: read it afresh from there
         self.reducer.own_logs = set(logs)
         reset = False
         for name, path in logs.items():
@@ -70,15 +114,13 @@ class RunSession:
                                 self.reducer.server_log_line(name, f, n, decode(raw)),
                                 offset_key=name)
         if lay.kind != "launched":
-            for s in _streams(lay.root):
-                self._streams.setdefault(s.path, s)
+            dirs = {lay.root} | ({lay.rollouts.parent} if lay.rollouts is not None else set())
+            for d in dirs:
+                for s in _streams(d):
+                    self._streams.setdefault(s.path, s)
         for stream in list(self._streams.values()):
             reset |= self._read(stream.path, final, lambda f, n, raw, role=stream.role:
                                 self.reducer.stream_line(role, f, n, decode(raw)))
-        if lay.rollouts is None and lay.kind != "launched":
-            fresh = discover(str(lay.root)) if lay.root.is_dir() else None
-            if fresh is not None and fresh.rollouts is not None:
-                lay.rollouts = fresh.rollouts
         if lay.rollouts is not None:
             reset |= self._read(lay.materialized, final, self.reducer.materialized_row)
             reset |= self._read(lay.rollouts, final, self.reducer.rollout_row)
@@ -151,6 +193,14 @@ class RunSession:
 
     def is_live(self) -> bool:
         return bool(self.state.parent.alive or self.state.collector.alive)
+
+
+def _stat_sig(path: Path) -> tuple:
+    try:
+        st = path.stat()
+        return (str(path), st.st_size, st.st_mtime_ns)
+    except OSError:
+        return (str(path), None, None)
 
 
 def _count_lines(path: Path, upto: int) -> int:

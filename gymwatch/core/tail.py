@@ -23,6 +23,7 @@ class Batch:
     lines: list[tuple[int, bytes]] = field(default_factory=list)  # (1-based line number, raw bytes)
     reset: bool = False          # file truncated or replaced: earlier lines no longer hold
     error: str = ""              # unreadable: permission, not a file, ...
+    more: bool = False           # `max_bytes` stopped the read: call `read()` again for the rest
 
 
 class Tailer:
@@ -45,8 +46,12 @@ class Tailer:
         self._partial = b""
         self._skipping = False
 
-    def read(self, final: bool = False) -> Batch:
-        """New complete lines. With `final`, a trailing partial line is returned too."""
+    def read(self, final: bool = False, max_bytes: int | None = None) -> Batch:
+        """New complete lines. With `final`, a trailing partial line is returned too.
+
+        `max_bytes` bounds how much is read in this call (at least one chunk), so a caller that
+        loops while `batch.more` holds only that much of a big file at a time.
+        """
         batch = Batch()
         try:
             fd = os.open(self.path, os.O_RDONLY)
@@ -68,23 +73,28 @@ class Tailer:
                 self._restart()
             self._ident = ident
             self.exists = True
-            self._read_into(fd, st.st_size, batch)
+            self._read_into(fd, st.st_size, batch, max_bytes)
         except OSError as exc:
             batch.error = exc.strerror or str(exc)
         finally:
             os.close(fd)
-        if final and self._partial:
+        if final and self._partial and not batch.more:
             if self._partial.endswith(b"\r"):
                 self._partial = self._partial[:-1]
             self._emit(b"", batch)
         return batch
 
-    def _read_into(self, fd: int, size: int, batch: Batch) -> None:
+    def _read_into(self, fd: int, size: int, batch: Batch, max_bytes: int | None = None) -> None:
+        budget = size if max_bytes is None else max_bytes
         while self.offset < size:
+            if budget <= 0:
+                batch.more = True
+                break
             data = os.pread(fd, min(CHUNK, size - self.offset), self.offset)
             if not data:
                 break
             self.offset += len(data)
+            budget -= len(data)
             self._split(data, batch)
 
     def _split(self, data: bytes, batch: Batch) -> None:
@@ -95,6 +105,19 @@ class Tailer:
                 data = data[1:]      # a \r\n split across two reads
             self._partial = self._partial[:-1]
             self._emit(b"", batch)
+        if b"\r" not in data and len(data) <= MAX_LINE:
+            # Fast path (JSONL, most logs): plain \n ends, split in C. No piece of `data` is longer
+            # than MAX_LINE, so only the first (joined to the held partial) can need cutting.
+            pieces = data.split(b"\n")
+            rest = pieces.pop()
+            if pieces:
+                self._emit(pieces[0], batch)
+                n = self.lineno
+                if len(pieces) > 1:
+                    batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:]))
+                    self.lineno = n + len(pieces) - 1
+            self._hold(rest)
+            return
         start = 0
         for m in _EOL.finditer(data):
             if m.end() == len(data) and m.group() == b"\r":

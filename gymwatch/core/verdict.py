@@ -32,6 +32,9 @@ class Verdict:
 def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> None:
     """Apply what Gym's parent and the processes say about servers, and mark missing trials."""
     p = state.parent
+    env = state.servers.get(state.info.environment)
+    if env is not None and env.kind == "unknown":
+        env.kind = "resources"
     if p.died_server and p.died_server in state.servers:
         s = state.servers[p.died_server]
         fail(s, trackers[s.name], now, f"Gym: {p.died.text.strip() if p.died else 'process died'}")

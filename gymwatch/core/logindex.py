@@ -1,0 +1,505 @@
+"""A line index over a log file of any size, for the viewer (headless: no Textual here).
+
+The index is sparse: a list of *blocks* (~256 KiB, each starting at a line start) with the
+number of the first line in each. Building it only counts line ends per chunk (C speed,
+close to `wc -l`); a block is split into lines only when one of its lines is read, and
+the split is kept in an LRU cache. The first chunks are indexed synchronously so the
+first screen is there at once; a daemon thread indexes the rest.
+
+Line ends are universal newlines (`\\n`, `\\r\\n`, lone `\\r`) like the core's Tailer, so
+line N here (0-based N-1) is line N in evidence. A trailing `\\r` at EOF stays undecided
+(it may be half of `\\r\\n`) until more bytes come. Bytes after the last line end are the
+*partial* last line: shown, counted, and re-read when it grows.
+
+Bytes are read with `os.pread`, not mmap: a log truncated under an mmap (copytruncate
+rotation) kills the process with SIGBUS; a short pread is harmless.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
+
+from .markers import MARKERS, is_error_line
+
+CHUNK = 256 << 10          # bytes counted per step; also the target block size
+SYNC_LINES = 2000          # lines indexed before the constructor returns
+SYNC_BYTES = 4 << 20       # appends smaller than this are indexed at once, bigger in a thread
+CAP = 4096                 # bytes of a line read for display; `full_line` reads it all
+_EOL = re.compile(rb"\r\n|\r|\n")
+_BLOCK_CACHE = 64
+
+
+def decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+@dataclass(slots=True)
+class Refresh:
+    added: int = 0         # lines added (a grown partial line counts 0)
+    reset: bool = False    # truncated or replaced: everything was re-indexed
+
+
+class LogIndex:
+    """Line index of one file. Line numbers in this API are 0-based."""
+
+    def __init__(self, path: str, sync_lines: int = SYNC_LINES, background: bool = True):
+        self.path = str(path)
+        self.generation = 0          # bumped on every reindex
+        self._lock = threading.Lock()     # guards the block lists
+        self._state = threading.Lock()    # guards `_running`
+        self._running = False
+        self._fd: Optional[int] = None
+        self._thread: Optional[threading.Thread] = None
+        self._background = background
+        self.error = ""
+        self._open(sync_lines)
+
+    # --- indexing -------------------------------------------------------------------
+    def _open(self, sync_lines: int) -> None:
+        self._close_fd()
+        self._starts: list[int] = []     # byte offset of each block (a line start)
+        self._first: list[int] = []      # line number of each block's first line
+        self._lines = 0                  # complete lines indexed
+        self._end = 0                    # byte offset just past the last indexed line end
+        self._probe = 0                  # scanned up to here (a long line has no end yet)
+        self._pending_cr = False         # stopped before a \r at EOF
+        self._size = 0
+        self._ident: Optional[tuple[int, int]] = None
+        self._blocks: OrderedDict[int, list[int]] = OrderedDict()
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+            st = os.fstat(self._fd)
+            self._ident, self._size = (st.st_dev, st.st_ino), st.st_size
+            self.error = ""
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+            return
+        self._index(lambda: self._lines >= sync_lines)
+        self._kick()
+
+    def _kick(self) -> None:
+        """Make sure someone indexes up to `_size`: small work here, big work in a thread."""
+        with self._state:
+            if self._running or self.done:
+                return
+            self._running = True
+        gen = self.generation
+        stop = lambda: gen != self.generation  # noqa: E731
+        if not self._background or self._size - self._probe < SYNC_BYTES:
+            self._run(stop)
+            return
+        self._thread = threading.Thread(target=self._run, args=(stop,), daemon=True,
+                                        name=f"logindex:{os.path.basename(self.path)}")
+        self._thread.start()
+
+    def _run(self, stop: Callable[[], bool]) -> None:
+        while True:
+            stuck = self._index(stop)
+            with self._state:          # `refresh` may have raised `_size` meanwhile: look again
+                if stuck or self.done or stop():
+                    self._running = False
+                    return
+
+    def _index(self, stop: Callable[[], bool]) -> bool:
+        """Index chunks until done or `stop()`. True: could not go on (error, no progress)."""
+        while not self.done and not stop():
+            want = min(CHUNK, self._size - self._probe)
+            try:
+                data = os.pread(self._fd, want + 1, self._probe)   # +1: look ahead for \r\n
+            except (OSError, TypeError):
+                return True
+            if not data or not self._take(data[:want], data[want:]):
+                return True
+        return False
+
+    def _take(self, body: bytes, ahead: bytes) -> bool:
+        """Count the line ends in one chunk and commit it as a block. False: no progress."""
+        probe = self._probe
+        self._pending_cr = False
+        if body.endswith(b"\r"):
+            if ahead == b"\n":
+                body += ahead                       # \r\n across the chunk edge
+            elif not ahead:
+                body = body[:-1]                    # \r at EOF: maybe half of \r\n, wait
+                self._pending_cr = True
+        cut = max(body.rfind(b"\n"), body.rfind(b"\r")) + 1
+        if cut == 0:
+            self._probe = probe + len(body)         # a long line: no end yet
+            return bool(body)
+        n = body.count(b"\n", 0, cut)
+        r = body.count(b"\r", 0, cut)
+        if r:
+            n += r - body.count(b"\r\n", 0, cut)
+        with self._lock:
+            self._starts.append(self._end)
+            self._first.append(self._lines)
+            self._lines += n
+            self._end = self._probe = probe + cut
+        return True
+
+    @property
+    def done(self) -> bool:
+        return self._fd is None or self._probe + self._pending_cr >= self._size
+
+    @property
+    def progress(self) -> float:
+        return 1.0 if self.done or not self._size else self._probe / self._size
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+        return self.done
+
+    def refresh(self) -> Refresh:
+        """Index what was appended; reindex from scratch if the file was truncated or replaced."""
+        before = self.line_count
+        if self._fd is None:
+            self._open(SYNC_LINES)
+            return Refresh(self.line_count, False)
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            self.error = exc.strerror or str(exc)
+            return Refresh()
+        if (st.st_dev, st.st_ino) != self._ident or st.st_size < self._size:
+            self.generation += 1
+            self.wait()
+            self._open(SYNC_LINES)
+            return Refresh(self.line_count, True)
+        if st.st_size > self._size:
+            self._size = st.st_size
+            self._kick()
+        return Refresh(max(0, self.line_count - before), False)
+
+    def close(self) -> None:
+        self.generation += 1
+        self.wait()
+        self._close_fd()
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+    # --- reading --------------------------------------------------------------------
+    @property
+    def line_count(self) -> int:
+        """Complete lines indexed so far, plus the partial last line if there is one."""
+        with self._lock:
+            return self._lines + (1 if self.done and self._size > self._end else 0)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def span(self, n: int) -> tuple[int, int]:
+        """Byte range of line `n`'s text (end of line excluded)."""
+        with self._lock:
+            lines, end = self._lines, self._end
+            if n >= lines:
+                if n == lines and self.done and self._size > end:
+                    return end, self._size
+                raise IndexError(n)
+            b = bisect.bisect_right(self._first, n) - 1
+            b_end = self._starts[b + 1] if b + 1 < len(self._starts) else end
+        starts = self._block_starts(b, b_end)
+        i = n - self._first[b]
+        return starts[i], starts[i + 1] if i + 1 < len(starts) else b_end
+
+    def _block_starts(self, b: int, b_end: int) -> list[int]:
+        """Line starts in block `b` (LRU-cached)."""
+        cached = self._blocks.get(b)
+        if cached is not None:
+            self._blocks.move_to_end(b)
+            return cached
+        self._blocks[b] = starts = _line_starts(self, self._starts[b], b_end)
+        if len(self._blocks) > _BLOCK_CACHE:
+            self._blocks.popitem(last=False)
+        return starts
+
+    def _pread(self, pos: int, n: int) -> bytes:
+        if self._fd is None:
+            return b""
+        try:
+            return os.pread(self._fd, n, pos)
+        except OSError:
+            return b""
+
+    def raw(self, n: int, cap: Optional[int] = CAP) -> bytes:
+        a, b = self.span(n)
+        data = self._pread(a, (b - a) if cap is None else min(b - a, cap))
+        return _strip_eol(data)
+
+    def line(self, n: int) -> str:
+        """Line `n` as text, capped at CAP bytes (see `is_capped`, `full_line`)."""
+        return decode(self.raw(n))
+
+    def full_line(self, n: int) -> str:
+        return decode(self.raw(n, None))
+
+    def is_capped(self, n: int) -> bool:
+        a, b = self.span(n)
+        return b - a > CAP + 2
+
+    def lines(self, start: int, stop: int) -> Iterator[tuple[int, str]]:
+        for n in range(max(0, start), min(stop, self.line_count)):
+            yield n, self.line(n)
+
+    # --- find / filter --------------------------------------------------------------
+    def block_count(self) -> int:
+        return len(self._starts) + (1 if self.done and self._size > self._end else 0)
+
+    def block_lines(self, b: int) -> tuple[int, list[str]]:
+        """First line number and the (capped) lines of block `b`, read with one pread."""
+        with self._lock:
+            partial = b >= len(self._starts)
+            if not partial:
+                start, first = self._starts[b], self._first[b]
+                b_end = self._starts[b + 1] if b + 1 < len(self._starts) else self._end
+        if partial:
+            n = self._lines
+            return n, [self.line(n)] if self.line_count > n else []
+        starts = self._block_starts(b, b_end)
+        if b_end - start > 4 * CHUNK:
+            return first, [self.line(first + i) for i in range(len(starts))]
+        data = self._pread(start, b_end - start)
+        bounds = [s - start for s in starts] + [b_end - start]
+        return first, [decode(_strip_eol(data[bounds[i]:bounds[i + 1]][:CAP + 2]))
+                       for i in range(len(starts))]
+
+    def block_of(self, n: int) -> int:
+        with self._lock:
+            if n >= self._lines:
+                return len(self._starts)
+            return bisect.bisect_right(self._first, n) - 1
+
+    def scan(self, matcher: "Matcher", start: int = 0, reverse: bool = False) -> Iterator[int]:
+        """Matching line numbers from line `start` (inclusive) forwards, or backwards."""
+        b0 = self.block_of(start)
+        order = range(b0, -1, -1) if reverse else range(b0, self.block_count())
+        for b in order:
+            first, texts = self.block_lines(b)
+            if not texts or not matcher.block(texts):
+                continue
+            idx = range(len(texts) - 1, -1, -1) if reverse else range(len(texts))
+            for i in idx:
+                n = first + i
+                if (n <= start if reverse else n >= start) and matcher.line(texts[i]):
+                    yield n
+
+    def find(self, matcher: "Matcher", frm: int, forward: bool = True, wrap: bool = True) -> Optional[int]:
+        """The next (or previous) matching line after (before) `frm`, wrapping around."""
+        first = next(self.scan(matcher, frm + 1 if forward else frm - 1, not forward), None) \
+            if (frm + 1 < self.line_count if forward else frm > 0) else None
+        if first is None and wrap:
+            first = next(self.scan(matcher, 0 if forward else self.line_count - 1, not forward), None)
+        return first
+
+    def filter(self, matcher: "Matcher", start: int = 0) -> list[int]:
+        return list(self.scan(matcher, start))
+
+
+def _strip_eol(data: bytes) -> bytes:
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    if data.endswith(b"\r"):
+        data = data[:-1]
+    return data
+
+
+def _line_starts(ix: LogIndex, start: int, b_end: int) -> list[int]:
+    """Starts of the lines in [start, b_end) (a region that ends just after a line end)."""
+    starts = [start]
+    pos = start
+    carry_cr = False
+    while pos < b_end:
+        data = ix._pread(pos, min(CHUNK, b_end - pos))
+        if not data:
+            break
+        off = 0
+        if carry_cr and data[:1] == b"\n":
+            starts[-1] += 1          # the \n of a \r\n split across reads
+            off = 1
+        for m in _EOL.finditer(data, off):
+            starts.append(pos + m.end())
+        carry_cr = data.endswith(b"\r")
+        pos += len(data)
+    if starts and starts[-1] >= b_end:
+        starts.pop()
+    return starts
+
+
+class Matcher:
+    """What find/filter look for: a text (`!text` inverts), or error lines (core markers)."""
+
+    def __init__(self, text: str = "", errors_only: bool = False, ignore_case: bool = True):
+        self.invert = text.startswith("!")
+        text = text[1:] if self.invert else text
+        self.ignore_case = ignore_case
+        self.text = text.lower() if ignore_case else text
+        self.errors_only = errors_only
+
+    @property
+    def empty(self) -> bool:
+        return not self.text and not self.errors_only
+
+    def block(self, texts: list[str]) -> bool:
+        """Cheap whole-block test: False means no line of the block can match."""
+        joined = "\n".join(texts)
+        if self.errors_only and not _ANY_M.search(joined):
+            return False
+        if self.text and not self.invert:
+            return self.text in (joined.lower() if self.ignore_case else joined)
+        return True
+
+    def line(self, text: str) -> bool:
+        ok = True
+        if self.text:
+            ok = self.text in (text.lower() if self.ignore_case else text)
+            ok = ok != self.invert
+        if self.errors_only:
+            ok = ok and is_error_line(text)
+        return ok
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the text occurs in a line, for highlighting."""
+        if not self.text or self.invert:
+            return []
+        hay = text.lower() if self.ignore_case else text
+        out, i = [], hay.find(self.text)
+        while i >= 0:
+            out.append((i, i + len(self.text)))
+            i = hay.find(self.text, i + len(self.text))
+        return out
+
+
+# The markers with `^` meaning any line start, to reject a whole block in one search.
+_ANY_M = re.compile("|".join(f"(?:{p.pattern})" for _, p in MARKERS), re.M)
+
+
+class LogSet:
+    """One or more logs as one list of rows, each row a (source, line) pair.
+
+    Order: the lines each file holds when opened (or while its first index is built) come
+    file by file in the order given; lines appended later are added in arrival order, as
+    `tail -f a b` prints them. No timestamps are parsed: the order is what was observed.
+    """
+
+    def __init__(self, sources: list[tuple[str, str]], background: bool = True):
+        self.labels = [label for label, _ in sources]
+        self.indexes = [LogIndex(path, background=background) for _, path in sources]
+        self._reset()
+
+    def _reset(self) -> None:
+        self._segs: list[list[int]] = [[i, 0, 0] for i in range(len(self.indexes))]  # [src, a, b)
+        self._loading = [True] * len(self.indexes)
+        self._seen = [0] * len(self.indexes)
+        self._cum: list[int] = [0] * len(self._segs)
+        self.sync()
+
+    @property
+    def rows(self) -> int:
+        return self._cum[-1] + self._seg_len(-1) if self._segs else 0
+
+    def _seg_len(self, i: int) -> int:
+        return self._segs[i][2] - self._segs[i][1]
+
+    @property
+    def done(self) -> bool:
+        return all(ix.done for ix in self.indexes)
+
+    def sync(self) -> int:
+        """Take in lines indexed since the last call (background or refresh). Returns rows added."""
+        before = self.rows if self._cum else 0
+        for src, ix in enumerate(self.indexes):
+            n = ix.line_count
+            if n <= self._seen[src]:
+                continue
+            if self._loading[src]:
+                self._segs[src][2] = n
+            elif self._segs[-1][0] == src and self._segs[-1][2] == self._seen[src]:
+                self._segs[-1][2] = n
+            else:
+                self._segs.append([src, self._seen[src], n])
+            self._seen[src] = n
+        for src, ix in enumerate(self.indexes):
+            self._loading[src] = self._loading[src] and not ix.done
+        self._cum = list(_accumulate(self._segs))
+        return self.rows - before
+
+    def refresh(self) -> Refresh:
+        out = Refresh()
+        for ix in self.indexes:
+            r = ix.refresh()
+            out.reset |= r.reset
+        if out.reset:
+            self._reset()
+            out.added = self.rows
+        else:
+            out.added = self.sync()
+        return out
+
+    def locate(self, row: int) -> tuple[int, int]:
+        """(source, line) of a row."""
+        i = bisect.bisect_right(self._cum, row) - 1
+        while i > 0 and self._seg_len(i) == 0 and self._cum[i] == row:
+            i -= 1
+        src, a, _ = self._segs[i]
+        return src, a + row - self._cum[i]
+
+    def row_of(self, src: int, line: int) -> Optional[int]:
+        for i, (s, a, b) in enumerate(self._segs):
+            if s == src and a <= line < b:
+                return self._cum[i] + line - a
+        return None
+
+    def text(self, row: int) -> tuple[int, int, str]:
+        src, line = self.locate(row)
+        return src, line, self.indexes[src].line(line)
+
+    def filter(self, matcher: Matcher, start: int = 0) -> list[int]:
+        """Rows from `start` on whose line matches (block-fast per file, then mapped to rows)."""
+        out: list[int] = []
+        hits: dict[int, list[int]] = {}
+        for i, (src, a, b) in enumerate(self._segs):
+            if self._cum[i] + (b - a) <= start or a == b:
+                continue
+            first = max(a, a + start - self._cum[i])
+            if src not in hits:
+                hits[src] = self.indexes[src].filter(matcher, first)
+            lines = hits[src]
+            lo, hi = bisect.bisect_left(lines, first), bisect.bisect_left(lines, b)
+            out.extend(self._cum[i] + n - a for n in lines[lo:hi])
+        out.sort()
+        return out
+
+    def find(self, matcher: Matcher, row: int, forward: bool = True) -> Optional[int]:
+        """The next (previous) matching row after (before) `row`, wrapping around."""
+        if len(self.indexes) == 1:
+            return self.indexes[0].find(matcher, row, forward)
+        hits = self.filter(matcher)
+        if not hits:
+            return None
+        i = bisect.bisect_right(hits, row) if forward else bisect.bisect_left(hits, row) - 1
+        return hits[i % len(hits)]
+
+    def close(self) -> None:
+        for ix in self.indexes:
+            ix.close()
+
+
+def _accumulate(segs: list[list[int]]) -> Iterator[int]:
+    total = 0
+    for _, a, b in segs:
+        yield total
+        total += b - a
