@@ -105,7 +105,8 @@ def trial_cause(state: RunState, trial: Trial) -> Optional[Evidence]:
         return never_ran_cause(state, trial)
     if trial.status == "failed":
         if trial.failure_class.startswith("judge"):
-            res = [s for s in state.servers.values() if s.kind == "resources" and s.errors]
+            res = [s for s in state.servers.values() if s.kind in ("resources", "unknown") and s.errors]
+            res.sort(key=lambda s: s.kind != "resources")
             if res:
                 return res[0].errors[-1]
         return agent_log_evidence(state, trial.agent)

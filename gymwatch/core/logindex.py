@@ -100,9 +100,10 @@ class LogIndex:
 
     def _run(self, stop: Callable[[], bool]) -> None:
         while True:
+            size = self._size
             stuck = self._index(stop)
             with self._state:          # `refresh` may have raised `_size` meanwhile: look again
-                if stuck or self.done or stop():
+                if self.done or stop() or (stuck and size == self._size):
                     self._running = False
                     return
 

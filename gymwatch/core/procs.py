@@ -79,14 +79,33 @@ def scan(needles: list[str]) -> Liveness:
         role = _is_gym_command(cmd)
         if role is None:
             continue
-        joined = " ".join(cmd)
-        if not any(n in joined for n in needles):
+        if not _mentions(proc, cmd, needles):
             continue
         if role in ("env", "both"):
             live.parent, live.parent_pid = True, proc.info["pid"]
         if role in ("eval", "both"):
             live.collector, live.collector_pid = True, proc.info["pid"]
     return live
+
+
+def _mentions(proc: psutil.Process, cmd: list[str], needles: list[str]) -> bool:
+    """Does this gym process name the run: in its arguments (relative ones resolved against its
+    cwd), or through a file it holds open (stdout captured into the run dir)?"""
+    joined = " ".join(cmd)
+    if any(n in joined for n in needles):
+        return True
+    try:
+        cwd = proc.cwd()
+        paths = [os.path.normpath(os.path.join(cwd, a.split("=", 1)[-1])) for a in cmd[1:]]
+        if any(_under(p, n) for p in paths for n in needles):
+            return True
+        return any(_under(f.path, n) for f in proc.open_files() for n in needles)
+    except (psutil.Error, OSError):
+        return False
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def needles_for(root: Path, rollouts: Optional[Path], logs_dir: Optional[Path]) -> list[str]:

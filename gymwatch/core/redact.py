@@ -6,10 +6,10 @@ import re
 from typing import Any
 
 REDACTED = "<redacted>"
-SECRET_KEY_RE = re.compile(r"api_?key|apikey|token|secret|password|passwd|credential", re.IGNORECASE)
+SECRET_KEY_RE = re.compile(r"api[_-]?key|token|secret|password|passwd|credential", re.IGNORECASE)
 # key=value / key: value / "key": "value" inside free text (argv, override lists, log lines).
 _ASSIGN_RE = re.compile(
-    r"""(?P<key>[\w.\-+]*(?:api_?key|apikey|token|secret|password|passwd|credential)[\w.\-]*)"""
+    r"""(?P<key>[\w.\-+]*(?:api[_-]?key|token|secret|password|passwd|credential)[\w.\-]*)"""
     r"""(?P<sep>["']?\s*[=:]\s*["']?)(?P<val>[^\s"',}]+)""",
     re.IGNORECASE)
 

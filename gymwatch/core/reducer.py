@@ -101,50 +101,51 @@ class Reducer:
             return
         if role == VALIDATE:
             return
-        if role in (ENV, BOTH):
-            self._parent_line(role, text, ev)
+        self._parent_line(role, text, ev)
         if role in (EVAL, BOTH):
             self._collector_line(role, text, ev)
 
     def _parent_line(self, role: str, text: str, ev: Evidence) -> None:
+        """A line of gym env start. Collector streams are read for its patterns too: an end-to-end
+        `gym eval run` serves and collects in one process."""
+        matched = self._parent_patterns(role, text, ev)
+        if role != EVAL or matched:
+            p = self.state.parent
+            p.started = True
+            if text.strip():
+                p.last_lines[ev.file] = ev
+
+    def _parent_patterns(self, role: str, text: str, ev: Evidence) -> bool:
         p = self.state.parent
-        p.started = True
-        if text.strip():
-            p.last_lines[ev.file] = ev
         if self._banner_line(text, ev):
-            return
+            return True
         pending = gl.parse_pending(text)
         if pending is not None:
             self._pending(pending, ev)
-            return
+            return True
         if gl.ALL_READY_RE.search(text):
             p.all_ready, p.pending = ev, []
             for s in list(self.state.servers.values()):
                 self._gym_says_ready(s)
             self.changes.run = True
-            return
+            return True
         m = gl.DIED_RE.search(text)
         if m:
             p.died, p.died_server = ev, m.group(1)
             self.server(m.group(1))
-            self.changes.run = True
-            return
-        m = gl.TIMEOUT_RE.search(text)
-        if m:
+        elif gl.TIMEOUT_RE.search(text):
             p.timeout = ev
-            self.changes.run = True
-            return
-        if gl.FINISHED_RE.search(text):
+        elif gl.FINISHED_RE.search(text):
             p.finished = ev
-            self.changes.run = True
-            return
-        if text.startswith("Traceback (most recent call last):") and not self._collecting(role):
+        elif text.startswith("Traceback (most recent call last):") and not self._collecting(role):
             p.traceback = ev
-            self.changes.run = True
-            return
-        m = gl.HEAD_RE.search(text)
-        if m and p.head_url is None:
-            p.head_url = m.group(1)
+        else:
+            m = gl.HEAD_RE.search(text)
+            if m and p.head_url is None and role != EVAL:
+                p.head_url = m.group(1)
+            return False
+        self.changes.run = True
+        return True
 
     def _pending(self, pending: tuple[int, int, list[str]], ev: Evidence) -> None:
         p = self.state.parent

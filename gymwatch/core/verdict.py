@@ -63,7 +63,7 @@ def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> None
 def parent_gave_up(state: RunState) -> bool:
     p = state.parent
     return bool(p.died or p.timeout or (p.traceback and not p.all_ready) or
-                (p.alive is False and not p.all_ready and not p.finished))
+                (p.started and p.alive is False and not p.all_ready and not p.finished))
 
 
 def collector_ended(state: RunState) -> bool:

@@ -1,0 +1,174 @@
+"""Unit tests of the line parsers, row parsers, redaction and layout discovery."""
+
+import json
+
+import pytest
+
+from gymwatch.core import gymlines as gl
+from gymwatch.core.layout import NotARun, discover
+from gymwatch.core.markers import find_marker, is_error_line
+from gymwatch.core.records import BadLine, failure_facts, materialized_facts, rollout_facts
+from gymwatch.core.redact import REDACTED, redact_argv, redact_obj, redact_text
+from gymwatch.core.sanitize import clean
+
+
+@pytest.mark.parametrize("line, name, body", [
+    ("(mcqa) INFO:     Started server process [1]", "mcqa", "INFO:     Started server process [1]"),
+    ("(mcqa_simple_agent)  + pip==26.3", "mcqa_simple_agent", " + pip==26.3"),
+    ("(policy_model)", "policy_model", ""),
+    ("INFO:     127.0.0.1:1 - \"GET / HTTP/1.1\" 200 OK", None, "INFO:     127.0.0.1:1 - \"GET / HTTP/1.1\" 200 OK"),
+    ("(raylet) something", None, "(raylet) something"),
+    ("(pid=1234) worker", None, "(pid=1234) worker"),
+])
+def test_split_prefix(line, name, body):
+    assert gl.split_prefix(line) == (name, body)
+
+
+def test_unglue_parent_messages_and_known_prefixes():
+    assert gl.unglue("Waiting for head server to spin upINFO:     Waiting for application startup.", []) == [
+        "Waiting for head server to spin up", "INFO:     Waiting for application startup."]
+    assert gl.unglue("Head server is not up yet (status `connection_error`). Sleeping...INFO:     Uvicorn "
+                     "running on http://127.0.0.1:11000", []) == [
+        "Head server is not up yet (status `connection_error`). Sleeping...",
+        "INFO:     Uvicorn running on http://127.0.0.1:11000"]
+    assert gl.unglue("Sleeping...(mcqa) INFO: up", ["mcqa"]) == ["Sleeping...", "(mcqa) INFO: up"]
+    assert gl.unglue("see (mcqa) and more", ["mcqa"]) == ["see (mcqa) and more"]   # after a space: not glued
+    assert gl.unglue("plain line", ["mcqa"]) == ["plain line"]
+
+
+def test_parse_pending_list():
+    text = "2 / 3 servers ready. Waiting for servers to spin up: ['policy_model']"
+    assert gl.parse_pending(text) == (2, 3, ["policy_model"])
+    assert gl.parse_pending("0 / 2 servers ready. Waiting for servers to spin up: ['a', \"b\"]") == (0, 2, ["a", "b"])
+    assert gl.parse_pending("0 / 0 servers ready. Waiting for servers to spin up: []") == (0, 0, [])
+    assert gl.parse_pending("unrelated") is None
+
+
+def test_banner_and_kinds():
+    m = gl.BANNER_RE.match("[2] mcqa_simple_agent (responses_api_agents/simple_agent)")
+    assert m and m.group(2) == "mcqa_simple_agent" and gl.SERVER_TYPE_KIND[m.group(3)] == "agent"
+    assert gl.server_kind("x", "Creating virtual environment at: /w/responses_api_models/vllm/.venv") == "model"
+    assert gl.server_kind("my_agent") == "agent"
+    assert gl.server_kind("mcqa") == "unknown"
+
+
+@pytest.mark.parametrize("line, marker", [
+    ("Traceback (most recent call last):", "traceback"),
+    ("RuntimeError: Process `policy_model` finished unexpectedly!", "process_died"),
+    ("(policy_model) [model_retry url=http://x/v1 status=500 kind=server_error try=1 max_tries=3]", "model_retry"),
+    ('(a) INFO:     127.0.0.1:1 - "POST /run HTTP/1.1" 500 Internal Server Error', "http_5xx"),
+    ("(a) error: Request failed after 3 retries", "uv_error"),
+    ("(a) ERROR:    [Errno 98] error while attempting to bind", "errno"),
+    ("PermissionError: [Errno 13] Permission denied: '/x'", "errno"),
+    ("Killed", "killed"),
+    ("Timed out after 600s waiting for Gym servers to become ready: a, b", "timeout"),
+    ("🚨 Caught an exception printed above in mcqa", "caught_exception"),
+])
+def test_markers(line, marker):
+    assert find_marker(line) == marker and is_error_line(line)
+
+
+@pytest.mark.parametrize("line", [
+    "(a) INFO:     Application startup complete.",
+    '(a) INFO:     127.0.0.1:1 - "POST /run HTTP/1.1" 200 OK',
+    "Found ulimit of %s and failed to automatically increase with error %s. This can cause fd limit errors "
+    "like `OSError: [Errno 24] Too many open files`.",
+    "(mcqa) Resolved 161 packages in 3.40s",
+])
+def test_not_markers(line):
+    assert find_marker(line) is None and not is_error_line(line)
+
+
+def _row(**kw):
+    base = {"response": {"output": [{"type": "message"}], "usage": {"input_tokens": 5, "output_tokens": 2}},
+            "reward": 1.0, "_ng_task_index": 3, "_ng_rollout_index": 1, "agent_ref": {"name": "ag"}}
+    base.update(kw)
+    return json.dumps(base).encode()
+
+
+def test_rollout_facts():
+    f = rollout_facts(_row())
+    assert (f.task, f.rollout, f.attempt, f.reward, f.input_tokens, f.output_tokens, f.agent, f.never_ran) == (
+        3, 1, None, 1.0, 5, 2, "ag", False)
+    f = rollout_facts(_row(_ng_attempt_index=2, response={"output": [], "usage": {"prompt_tokens": 0}}))
+    assert f.attempt == 2 and f.never_ran and f.input_tokens == 0
+
+
+@pytest.mark.parametrize("kw, problem", [
+    ({"reward": "1.0"}, "reward is str"),
+    ({"_ng_task_index": "3"}, "_ng_task_index is str"),
+    ({"_ng_task_index": True}, "_ng_task_index is bool"),
+    ({"_ng_task_index": -1}, "_ng_task_index is int"),
+    ({"_ng_rollout_index": 1.5}, "_ng_rollout_index is float"),
+])
+def test_rollout_wrong_types_are_reported_not_raised(kw, problem):
+    f = rollout_facts(_row(**kw))
+    assert problem in f.problem
+
+
+def test_wrong_shapes_do_not_raise():
+    f = rollout_facts(_row(response={"output": None, "usage": [1, 2]}, agent_ref="x", unknown_key={"a": 1}))
+    assert not f.never_ran and f.input_tokens is None and f.agent == ""
+    f = rollout_facts(_row(response="nope"))
+    assert not f.never_ran
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"[1, 2]", b"\"str\"", b"\xff\xfe", b"{\"a\": 1"])
+def test_bad_lines_raise_badline(raw):
+    with pytest.raises(BadLine):
+        rollout_facts(raw)
+
+
+def test_failure_and_materialized_facts():
+    f = failure_facts(json.dumps({"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_failure_class": "judge_failed",
+                                  "_ng_failure_stage": "verify", "error": "judge 401"}).encode())
+    assert f.failure_class == "judge_failed" and f.message == "judge 401"
+    f = failure_facts(json.dumps({"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_failure_class": "x",
+                                  "_ng_failure_stage": "agent"}).encode())
+    assert f.message == "stage=agent"
+    m = materialized_facts(json.dumps({"_ng_task_index": 4, "_ng_rollout_index": 1, "question": "q"}).encode())
+    assert (m.task, m.rollout) == (4, 1)
+
+
+def test_redaction():
+    assert redact_argv(["gym", "++policy_api_key=sk-123", "--api-key", "sk-9", "++policy_model_name=m"]) == [
+        "gym", f"++policy_api_key={REDACTED}", "--api-key", REDACTED, "++policy_model_name=m"]
+    assert redact_obj({"policy_api_key": "x", "nested": {"hf_token": "t", "ok": 1}, "l": ["password=p"]}) == {
+        "policy_api_key": REDACTED, "nested": {"hf_token": REDACTED, "ok": 1}, "l": [f"password={REDACTED}"]}
+    assert "s3cr3t" not in redact_text('{"client_secret": "s3cr3t"}')
+    assert redact_text("AUTH_CREDENTIALS: abc") == f"AUTH_CREDENTIALS: {REDACTED}"
+
+
+def test_clean_strips_escapes():
+    assert clean("a\x1b[31mred\x1b[0m b") == "ared b"
+    assert clean("x\x1b]52;c;ZXZpbA==\x07y") == "xy"
+    assert clean("t\x1b]0;title\x1b\\u") == "tu"
+    assert clean("[b]markup[/b]") == "[b]markup[/b]"
+    assert clean("tab\tok\x00\x07") == "tab\tok"
+
+
+def test_discover_kinds(tmp_path):
+    from conftest import CASES, MCQA
+
+    assert discover(CASES / "mixed_ok").kind == "gym_dir"
+    assert discover(CASES / "evaluator_bundle").kind == "evaluator_bundle"
+    lay = discover(CASES / "evaluator_bundle")
+    assert lay.rollouts.name == "rollouts.jsonl" and lay.rollouts.parent.name == "gym_run"
+    assert discover(MCQA / "run_ok").rollouts.name == "rollouts.jsonl"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "gymwatch-manifest.json").write_text("{oops")
+    with pytest.raises(NotARun, match="manifest"):
+        discover(tmp_path / "m")
+    (tmp_path / "x.txt").write_text("hi")
+    with pytest.raises(NotARun, match="not a rollouts file"):
+        discover(tmp_path / "x.txt")
+
+
+def test_discover_any_stem_and_subdir(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "evals.jsonl").write_text("")
+    (out / "evals_materialized_inputs.jsonl").write_text("")
+    lay = discover(tmp_path)
+    assert lay.rollouts == out / "evals.jsonl"
+    assert lay.failures.name == "evals_failures.jsonl" and lay.aggregate.name == "evals_aggregate_metrics.json"

@@ -1,0 +1,172 @@
+"""Scenarios the fixtures do not cover, built from GYM_REFERENCE's formats."""
+
+import json
+
+from runbuilder import Run, rollout
+
+from gymwatch.core.session import RunSession, read_run
+from gymwatch.core.verdict import verdict
+from gymwatch.report import to_json
+
+
+def report(root):
+    state = read_run(str(root), check_processes=False).state
+    return to_json(state), state
+
+
+def test_silent_death_after_installed_packages(tmp_path):
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "Waiting for servers to spin up",
+              "0 / 2 servers ready. Waiting for servers to spin up: ['env', 'env_agent']")
+    run.ready_server("env", 15000)
+    run.server_log("env_agent", "Using CPython 3.13.0 interpreter at: /usr/bin/python3.13",
+                   "Creating virtual environment at: /w/responses_api_agents/simple_agent/.venv",
+                   "Resolved 3 packages in 10ms", "Installed 3 packages in 5ms")
+    run.lines("gym_env_start.stderr.log", "Traceback (most recent call last):",
+              '  File "env.py", line 299, in poll', "RuntimeError: Process `env_agent` finished unexpectedly!")
+    data, _ = report(tmp_path)
+    assert data["verdict"] == "startup_failed"
+    agent = next(s for s in data["servers"] if s["name"] == "env_agent")
+    assert agent["state"] == "failed" and agent["silent_death"] and agent["kind"] == "agent"
+    assert "pipefail" in agent["failure_reason"] and "+nemo_gym_log_dir" in agent["failure_reason"]
+    assert data["evidence"] == {"file": "logs/env_agent.log", "line": 4, "text": "(env_agent) Installed 3 packages in 5ms"}
+
+
+def test_gym_07_startup_timeout(tmp_path):
+    run = Run(tmp_path)
+    run.ready_server("env", 15000)
+    run.server_log("policy_model", "Resolved 161 packages in 3s", "Downloading torch (800MiB)")
+    run.lines("gym_env_start.stdout.log",
+              "0 / 2 servers ready. Waiting for servers to spin up: ['env', 'policy_model']",
+              "1 / 2 servers ready. Waiting for servers to spin up: ['policy_model']",
+              "Timed out after 600s waiting for Gym servers to become ready: policy_model")
+    data, state = report(tmp_path)
+    assert data["verdict"] == "startup_failed"
+    pm = state.servers["policy_model"]
+    assert pm.state == "failed" and pm.phase == "failed"
+    assert data["evidence"]["file"] == "logs/policy_model.log"
+    assert any(e["text"].startswith("Timed out") for e in data["related"])
+    assert state.servers["env"].reported_ready_by_gym
+
+
+def test_still_starting_is_exit_0_and_names_pending(tmp_path):
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 2 servers ready. Waiting for servers to spin up: ['a', 'b']")
+    run.server_log("a", "Resolved 12 packages in 1s", "Downloading numpy (15MiB)")
+    state = RunSession.open(str(tmp_path), check_processes=False)
+    state.poll()
+    v = verdict(state.state)
+    assert v.name == "starting" and v.exit_code == 0 and "a, b" in v.reason
+    assert state.state.servers["a"].state == "installing" and state.state.servers["a"].packages == 12
+
+
+def test_judge_failed_row_points_at_resources_server(tmp_path):
+    run = Run(tmp_path)
+    run.ready_server("env", 15000)
+    run.server_log("env", "ERROR:    judge call failed: 401 Unauthorized")
+    run.expect(2)
+    run.rows("", rollout(0))
+    run.rows("_failures", {"_ng_task_index": 1, "_ng_rollout_index": 0, "_ng_failure_class": "judge_failed",
+                           "error": "judge returned 401"})
+    run.finish()
+    data, state = report(tmp_path)
+    t = next(t for t in data["trials"] if t["task_index"] == 1)
+    assert (t["status"], t["failure_class"], t["message"]) == ("failed", "judge_failed", "judge returned 401")
+    assert t["evidence"] == {"file": "rollouts_failures.jsonl", "line": 1, "text": ""}
+    assert (t["cause"]["file"], t["cause"]["line"]) == ("logs/env.log", 4)
+    assert data["verdict"] == "ok" and data["exit_code"] == 1
+
+
+def test_attempts_replace_the_pending_placeholder(tmp_path):
+    run = Run(tmp_path)
+    run.expect(1)
+    run.rows("_failures", {"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_attempt_index": 0,
+                           "_ng_failure_class": "transient"})
+    run.rows("", rollout(0, _ng_attempt_index=1))
+    run.finish()
+    data, _ = report(tmp_path)
+    keys = {(t["task_index"], t["rollout_index"], t["attempt_index"]): t["status"] for t in data["trials"]}
+    assert keys == {(0, 0, 0): "failed", (0, 0, 1): "completed"}
+    assert data["counts"]["missing"] == 0 and data["counts"]["pending"] == 0
+
+
+def test_reused_log_dir_counts_only_the_latest_start(tmp_path):
+    run = Run(tmp_path)
+    run.server_log("env", "Creating virtual environment at: /w/resources_servers/env/.venv",
+                   "Traceback (most recent call last):", "ValueError: old run broke",
+                   "INFO:     Uvicorn running on http://127.0.0.1:1 (Press CTRL+C to quit)",
+                   "INFO:     Application shutdown complete.")
+    run.server_log("env", "Creating virtual environment at: /w/resources_servers/env/.venv",
+                   "INFO:     Uvicorn running on http://127.0.0.1:2 (Press CTRL+C to quit)")
+    _, state = report(tmp_path)
+    s = state.servers["env"]
+    assert (s.state, s.port, s.error_count, s.kind) == ("ready", 2, 0, "resources")
+
+
+def test_missing_trials_after_collector_died_without_traceback(tmp_path):
+    run = Run(tmp_path)
+    run.expect(3)
+    run.rows("", rollout(0))
+    run.lines("gym_eval_run.stdout.log", "Querying with 2 concurrent requests", "Examples left:",
+              "1. env_agent: 2")
+    state = RunSession.open(str(tmp_path), check_processes=False)
+    state.state.collector.alive = False
+    state.poll(final=True)
+    v = verdict(state.state)
+    assert v.name == "incomplete" and v.exit_code == 1
+    assert v.evidence.file == "gym_eval_run.stdout.log" and v.evidence.line == 3
+    assert sum(t.status == "missing" for t in state.state.trials.values()) == 2
+
+
+def test_end_to_end_eval_stream_carries_readiness(tmp_path):
+    run = Run(tmp_path)
+    run.lines("gym_eval_run.stdout.log",
+              "0 / 1 servers ready. Waiting for servers to spin up: ['env']",
+              "(env) INFO:     Uvicorn running on http://127.0.0.1:3 (Press CTRL+C to quit)",
+              "All 1 / 1 servers ready! Polling every 60s",
+              "Querying with 1 concurrent requests")
+    _, state = report(tmp_path)
+    assert state.servers["env"].state == "ready" and state.parent.all_ready is not None
+    assert state.collector.started
+
+
+def test_live_timings_with_a_clock(tmp_path):
+    now = [100.0]
+    run = Run(tmp_path)
+    run.server_log("env", "Resolved 3 packages in 1s")
+    s = RunSession.open(str(tmp_path), clock=lambda: now[0], check_processes=False)
+    s.poll()
+    now[0] = 130.0
+    run.server_log("env", "INFO:     Uvicorn running on http://127.0.0.1:4 (Press CTRL+C to quit)")
+    ch = s.poll()
+    srv = s.state.servers["env"]
+    assert "env" in ch.servers and srv.state == "ready" and srv.ready_at - srv.first_seen == 30.0
+    assert to_json(s.state)["servers"][0]["time_to_ready"] == 30.0
+
+
+def test_no_agent_ran_points_at_agent_log(tmp_path):
+    run = Run(tmp_path)
+    run.ready_server("env_agent", 16000)
+    run.server_log("env_agent", "ERROR:    Exception in ASGI application", "Traceback (most recent call last):")
+    run.expect(2)
+    run.rows("", rollout(0, ran=False, reward=0.0), rollout(1, ran=False, reward=0.0))
+    run.finish()
+    data, _ = report(tmp_path)
+    assert data["verdict"] == "no_agent_ran" and data["exit_code"] == 2
+    assert data["evidence"]["file"] == "logs/env_agent.log"
+    assert all(t["reward"] is None and t["withheld_reward"] == 0.0 for t in data["trials"])
+
+
+def test_malformed_lines_are_counted_and_listed(tmp_path):
+    run = Run(tmp_path)
+    run.expect(2)
+    run.rows("", rollout(0), "{broken", json.dumps(rollout(1, reward="1.0")))
+    run.write("rollouts.jsonl", b"\xff\xfe garbage\n")
+    run.write("rollouts.jsonl", b'{"_ng_task_index": 1, "trunc')
+    run.finish()
+    data, _ = report(tmp_path)
+    lines = [(m["line"], m["reason"].split(" (")[0]) for m in data["malformed"]["lines"]]
+    assert data["malformed"]["count"] == 4
+    assert lines[0] == (2, "invalid JSON") and lines[1][0] == 3 and "reward is str" in lines[1][1]
+    assert lines[2][0] == 4 and lines[3][0] == 5
+    assert data["counts"]["completed"] == 2
