@@ -111,6 +111,9 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
     title = " / ".join(x for x in (info.environment, info.agent, info.model) if x)
     out.append(f"{HEADLINES.get(v.name, v.name.upper())}: {clean(v.reason)}")
     out.append(f"run: {state.root}" + (f"  ({title})" if title else ""))
+    settings = _settings_line(state)
+    if settings:
+        out.append(f"settings: {settings}")
     if v.evidence:
         out.append(f"  see {_line(v.evidence)}")
     for e in v.related[:6]:
@@ -127,6 +130,24 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
         if state.malformed_count > 10:
             out.append(f"  ... {state.malformed_count - 10} more")
     return "\n".join(out) + "\n"
+
+
+def _settings_line(state: RunState) -> str:
+    info = state.info
+    parts = [f"num_repeats={info.num_repeats}" if info.num_repeats else "",
+             f"concurrency={info.concurrency}" if info.concurrency else "",
+             f"policy model={info.model}" if info.model else "",
+             f"expected trials={state.expected_total}" if state.expected_total is not None else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def malformed_summary(state: RunState) -> str:
+    """One line for stderr when some input could not be used."""
+    if not state.malformed_count:
+        return ""
+    m = state.malformed[0]
+    return (f"{state.malformed_count} unusable line(s) skipped; first at {m.file}:{m.line}: "
+            f"{clean(m.reason)} (all listed in the report)")
 
 
 def _servers_text(state: RunState) -> list[str]:
