@@ -1,0 +1,523 @@
+"""LogView: a log viewer for files of any size (only visible lines are read and rendered).
+
+Lines come from `gymwatch.core.logindex`; text is untrusted, so it is cleaned of escapes
+and drawn as plain Segments, never parsed as markup. Line numbers in this API are 1-based.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shlex
+import shutil
+import subprocess
+from collections import OrderedDict
+from typing import Optional
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import ModalScreen
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input, Static
+
+from rich.text import Text
+
+from ..core.logindex import CAP, LogSet, Matcher
+from ..core.sanitize import clean
+
+LABEL_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+S_GUTTER = Style(dim=True)
+S_MATCH = Style(color="black", bgcolor="yellow")
+S_CURSOR = Style(bgcolor="grey23")
+S_MARK = Style(bgcolor="dark_blue")
+S_CAPPED = Style(color="red", bold=True)
+
+
+class Prompt(ModalScreen[Optional[str]]):
+    """A one-line question at the bottom of the screen (find, filter, jump)."""
+
+    DEFAULT_CSS = """
+    Prompt { align: left bottom; background: $background 0%; }
+    Prompt > Input { width: 100%; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+
+    def __init__(self, placeholder: str, value: str = ""):
+        super().__init__()
+        self._placeholder, self._value = placeholder, value
+
+    def compose(self) -> ComposeResult:
+        yield Input(value=self._value, placeholder=self._placeholder)
+
+    @on(Input.Submitted)
+    def _submit(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class LineScreen(ModalScreen[None]):
+    """One whole line, wrapped (for lines capped in the view)."""
+
+    DEFAULT_CSS = """
+    LineScreen { align: center middle; }
+    LineScreen > VerticalScroll { width: 90%; height: 80%; border: round $accent; background: $surface; }
+    """
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+    MAX_CHARS = 1 << 20
+
+    def __init__(self, title: str, text: str):
+        super().__init__()
+        self._title, self._text = title, text
+
+    def compose(self) -> ComposeResult:
+        text = clean(self._text[: self.MAX_CHARS])
+        if len(self._text) > self.MAX_CHARS:
+            text += f" … ({len(self._text) - self.MAX_CHARS} more characters: press o to open the file)"
+        with VerticalScroll() as vs:
+            vs.border_title = self._title
+            yield Static(Text(text), markup=False)
+
+
+class LogView(ScrollView, can_focus=True):
+    """Lines of one log, or several merged with a coloured per-source prefix."""
+
+    DEFAULT_CSS = """
+    LogView { overflow-x: hidden; background: $surface; }
+    LogView:focus { background-tint: $foreground 3%; }
+    """
+    BINDINGS = [
+        Binding("slash", "find", "Find"),
+        Binding("n", "find_next", "Next", show=False),
+        Binding("N", "find_prev", "Prev", show=False),
+        Binding("F", "filter", "Filter"),
+        Binding("e", "errors", "Errors"),
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("colon,ctrl+g", "jump", "Line"),
+        Binding("g,home", "top", "Top", show=False),
+        Binding("G,end", "bottom", "Bottom", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("o", "open_external", "Open"),
+        Binding("c", "copy_where", "Copy path:line"),
+        Binding("C", "copy_line", "Copy line", show=False),
+        Binding("enter", "show_line", "Whole line", show=False),
+    ]
+
+    follow: reactive[bool] = reactive(False)
+
+    class NewLines(Message):
+        """Lines arrived while following is paused (the user scrolled up). 0: resumed."""
+
+        def __init__(self, count: int) -> None:
+            super().__init__()
+            self.count = count
+
+    class Opened(Message):
+        """The first index of the opened file(s) is complete."""
+
+    def __init__(self, *, name: Optional[str] = None, id: Optional[str] = None, classes: Optional[str] = None):
+        super().__init__(name=name, id=id, classes=classes)
+        self.logs: Optional[LogSet] = None
+        self.paths: list[str] = []
+        self._rows: Optional[list[int]] = None          # visible rows when filtered
+        self._filter = Matcher()
+        self._find = Matcher()
+        self.cursor = 0                                  # index into the visible rows
+        self._mark: Optional[int] = None                 # highlighted row (goto_line)
+        self._pending: Optional[tuple[int, int, bool]] = None  # (src, line, highlight) not indexed yet
+        self._paused = False
+        self._unseen = 0
+        self._cache: OrderedDict[int, tuple[int, int, str]] = OrderedDict()
+        self._timer = None
+
+    # --- opening ---------------------------------------------------------------------
+    def open(self, path: str, label: str = "", line: Optional[int] = None) -> None:
+        """Open one file (indexed in the background); jump to and highlight 1-based `line`."""
+        self._load([(label, str(path))])
+        if line is not None:
+            self.goto_line(line)
+
+    def open_merged(self, sources: list[tuple[str, str]]) -> None:
+        """Open several files as one view, each line prefixed with its coloured label."""
+        self._load([(label, str(p)) for label, p in sources])
+
+    def _load(self, sources: list[tuple[str, str]]) -> None:
+        if self.logs is not None:
+            self.logs.close()
+        self.logs = LogSet(sources)
+        self.paths = [p for _, p in sources]
+        self._rows, self.cursor, self._mark, self._pending = None, 0, None, None
+        self._paused, self._unseen = False, 0
+        self._cache.clear()
+        self._apply_filter()
+        self._update_size()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        if self._timer is None:
+            self._timer = self.set_interval(0.1, self._poll_index)
+        self._timer.resume()
+        if self.follow:
+            self.call_after_refresh(self._to_end)
+
+    def on_unmount(self) -> None:
+        if self.logs is not None:
+            self.logs.close()
+
+    def _poll_index(self) -> None:
+        """While files are being indexed, take in new lines; then settle a pending jump."""
+        logs = self.logs
+        if logs is None:
+            return
+        done = logs.done
+        added = logs.sync()
+        if added:
+            self._grew(True, added)
+        if self._pending is not None:
+            src, line, hl = self._pending
+            if line < logs.indexes[src].line_count or done:
+                self._pending = None
+                self._goto(src, line, hl)
+        if done and self._timer is not None:
+            self._timer.pause()
+            self.post_message(self.Opened())
+
+    # --- rows ------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        if self.logs is None:
+            return 0
+        return len(self._rows) if self._rows is not None else self.logs.rows
+
+    def _row(self, y: int) -> int:
+        return self._rows[y] if self._rows is not None else y
+
+    def _visible_index(self, row: int) -> int:
+        """The view index showing `row`, or the nearest one after it."""
+        if self._rows is None:
+            return row
+        return min(bisect.bisect_left(self._rows, row), max(0, len(self._rows) - 1))
+
+    def _update_size(self) -> None:
+        self.virtual_size = Size(self.scrollable_content_region.width, self.row_count)
+        self.refresh()
+
+    def _line(self, row: int) -> tuple[int, int, str]:
+        hit = self._cache.get(row)
+        if hit is None:
+            src, line, text = self.logs.text(row)  # type: ignore[union-attr]
+            hit = self._cache[row] = (src, line, clean(text.expandtabs(4)))
+            if len(self._cache) > 2000:
+                self._cache.popitem(last=False)
+        return hit
+
+    # --- rendering -------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        vy = int(self.scroll_y) + y
+        if self.logs is None or vy >= self.row_count:
+            return Strip.blank(width, self.rich_style)
+        row = self._row(vy)
+        src, line, text = self._line(row)
+        segs = [Segment(f"{line + 1:>{self._gutter()}} ", S_GUTTER)]
+        if len(self.logs.indexes) > 1:
+            label = self.logs.labels[src] or os.path.basename(self.paths[src])
+            colour = LABEL_COLOURS[src % len(LABEL_COLOURS)]
+            segs.append(Segment(f"{clean(label)[:24]:<{self._label_width()}} │ ", Style(color=colour)))
+        segs.extend(self._text_segments(text))
+        strip = Strip(segs)
+        if strip.cell_length > width:      # cut: a mark at the edge (red: capped, enter shows it)
+            mark = S_CAPPED if self.logs.indexes[src].is_capped(line) else S_GUTTER
+            strip = Strip([*strip.crop(0, width - 1), Segment("…", mark)])
+        strip = strip.adjust_cell_length(width, self.rich_style)
+        if row == self._mark:
+            strip = strip.apply_style(S_MARK)
+        if vy == self.cursor and self.has_focus:
+            strip = strip.apply_style(S_CURSOR)
+        return strip
+
+    def _text_segments(self, text: str) -> list[Segment]:
+        spans = self._find.spans(text) if not self._find.empty else []
+        if not spans:
+            return [Segment(text)]
+        out, pos = [], 0
+        for a, b in spans:
+            out += [Segment(text[pos:a]), Segment(text[a:b], S_MATCH)]
+            pos = b
+        out.append(Segment(text[pos:]))
+        return out
+
+    def _gutter(self) -> int:
+        most = max((ix.line_count for ix in self.logs.indexes), default=1) if self.logs else 1
+        return max(4, len(str(most)))
+
+    def _label_width(self) -> int:
+        return min(24, max((len(x) for x in self.logs.labels), default=0)) if self.logs else 0
+
+    # --- moving ----------------------------------------------------------------------
+    def goto_line(self, line: int, highlight: bool = True, source: int = 0) -> None:
+        """Move to 1-based `line` of a source (the first by default) and highlight it."""
+        if self.logs is None:
+            return
+        n = max(0, line - 1)
+        ix = self.logs.indexes[source]
+        if n >= ix.line_count and not self.logs.done:
+            self._pending = (source, n, highlight)      # not indexed yet: jump when it is
+            return
+        self._goto(source, min(n, max(0, ix.line_count - 1)), highlight)
+
+    def _goto(self, src: int, line: int, highlight: bool) -> None:
+        self.logs.sync()  # type: ignore[union-attr]
+        self._update_size()
+        row = self.logs.row_of(src, line)  # type: ignore[union-attr]
+        if row is None:
+            return
+        self._mark = row if highlight else self._mark
+        self._move_to(self._visible_index(row), center=True)
+
+    def _move_to(self, y: int, center: bool = False) -> None:
+        y = max(0, min(y, self.row_count - 1))
+        self.cursor = y
+        h = self.scrollable_content_region.height
+        if not h:                  # not laid out yet: scroll once it is
+            self.call_after_refresh(self._move_to, y, center)
+            return
+        top = int(self.scroll_y)
+        if center and not (top <= y < top + h):
+            self.scroll_to(y=max(0, y - h // 2), animate=False, immediate=True)
+        elif y < top:
+            self.scroll_to(y=y, animate=False, immediate=True)
+        elif y >= top + h:
+            self.scroll_to(y=y - h + 1, animate=False, immediate=True)
+        self.refresh()
+
+    def action_cursor(self, step: int) -> None:
+        self._move_to(self.cursor + step)
+
+    def action_page(self, step: int) -> None:
+        h = max(1, self.scrollable_content_region.height - 1)
+        self._move_to(self.cursor + step * h)
+
+    def action_top(self) -> None:
+        self._move_to(0)
+
+    def action_bottom(self) -> None:
+        self._move_to(self.row_count - 1)
+        self.scroll_end(animate=False, immediate=True)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if not self.follow:
+            return
+        at_end = new >= self.max_scroll_y
+        if new < old and not at_end and not self._paused:
+            self._paused = True
+        elif at_end and self._paused:
+            self._paused, self._unseen = False, 0
+            self.post_message(self.NewLines(0))
+
+    # --- live ------------------------------------------------------------------------
+    def refresh_file(self) -> int:
+        """Index bytes appended since the last call (on a change hint). Returns rows added."""
+        if self.logs is None:
+            return 0
+        result = self.logs.refresh()
+        if result.reset:
+            self._cache.clear()
+            self._rows, self._mark = None, None
+            self._apply_filter()
+            self._update_size()
+            self._move_to(min(self.cursor, self.row_count - 1))
+            return result.added
+        self._cache.clear()          # a partial last line may have grown
+        if result.added:
+            self._grew(False, result.added)
+        else:
+            self.refresh()
+        return result.added
+
+    def _grew(self, initial: bool, added: int) -> None:
+        """`added` rows were taken in (before filtering): extend the filter, follow or count."""
+        self._cache.clear()
+        if self._rows is not None:
+            before = len(self._rows)
+            if initial and len(self.logs.indexes) > 1:  # type: ignore[union-attr]
+                self._apply_filter()     # a merged load moves later files' rows down
+            else:
+                self._rows.extend(self._match_rows(self._rows[-1] + 1 if self._rows else 0))
+            added = len(self._rows) - before
+        self._update_size()
+        if not self.follow or not added:
+            return
+        if self._paused:
+            self._unseen += added
+            self.post_message(self.NewLines(self._unseen))
+        else:
+            self.call_after_refresh(self._to_end)
+
+    def _to_end(self) -> None:
+        self.cursor = max(0, self.row_count - 1)
+        self.scroll_end(animate=False, immediate=True)
+
+    def watch_follow(self, follow: bool) -> None:
+        self._paused, self._unseen = False, 0
+        if follow and self.logs is not None:
+            self.call_after_refresh(self._to_end)
+
+    def action_toggle_follow(self) -> None:
+        self.follow = not self.follow
+        self.notify(f"follow {'on' if self.follow else 'off'}", timeout=1.5)
+
+    # --- filter ----------------------------------------------------------------------
+    def set_filter(self, text: str, errors_only: bool = False) -> None:
+        """Show only lines containing `text` (case-insensitive; `!text` inverts), or error lines."""
+        keep = self._row(self.cursor) if self.row_count else 0
+        self._filter = Matcher(text, errors_only)
+        self._apply_filter()
+        self._update_size()
+        self._move_to(self._visible_index(keep), center=True)
+
+    @property
+    def filter_text(self) -> str:
+        f = self._filter
+        return ("!" if f.invert else "") + f.text
+
+    @property
+    def errors_only(self) -> bool:
+        return self._filter.errors_only
+
+    def _apply_filter(self) -> None:
+        if self.logs is None or self._filter.empty:
+            self._rows = None
+            return
+        self._rows = self._match_rows(0)
+
+    def _match_rows(self, start: int) -> list[int]:
+        return self.logs.filter(self._filter, start) if self.logs else []
+
+    def action_filter(self) -> None:
+        self.app.push_screen(Prompt("filter lines (!text inverts, empty clears)", self.filter_text),
+                             lambda v: v is not None and self.set_filter(v, self.errors_only))
+
+    def action_errors(self) -> None:
+        self.set_filter(self.filter_text, not self.errors_only)
+
+    # --- find ------------------------------------------------------------------------
+    def find(self, text: str) -> Optional[int]:
+        """Highlight `text` everywhere and move to its next occurrence. Returns the 1-based line."""
+        self._find = Matcher(text)
+        if self._find.empty:
+            self.refresh()
+            return None
+        return self._find_step(True, include_current=True)
+
+    def find_next(self) -> Optional[int]:
+        return self._find_step(True)
+
+    def find_prev(self) -> Optional[int]:
+        return self._find_step(False)
+
+    def _find_step(self, forward: bool, include_current: bool = False) -> Optional[int]:
+        if self.logs is None or self._find.empty or not self.row_count:
+            return None
+        row = self._row(self.cursor)
+        if include_current:
+            row += -1 if forward else 1
+        hit = self._next_match(row, forward)
+        if hit is None:
+            self.notify(f"not found: {self._find.text}", severity="warning", timeout=2)
+            return None
+        self._move_to(self._visible_index(hit), center=True)
+        return self.logs.locate(hit)[1] + 1
+
+    def _next_match(self, row: int, forward: bool) -> Optional[int]:
+        if self._rows is None:
+            return self.logs.find(self._find, row, forward)  # type: ignore[union-attr]
+        rows = self._rows
+        n = len(rows)
+        start = self._visible_index(row)
+        if forward and start < n and rows[start] <= row:
+            start += 1
+        for k in range(n):
+            y = (start + k) % n if forward else (start - 1 - k) % n
+            if self._find.line(self._line(rows[y])[2]):
+                return rows[y]
+        return None
+
+    def action_find(self) -> None:
+        self.app.push_screen(Prompt("find (n next, N previous)", self._find.text),
+                             lambda v: v is not None and self.find(v))
+
+    def action_find_next(self) -> None:
+        self.find_next()
+
+    def action_find_prev(self) -> None:
+        self.find_prev()
+
+    def action_jump(self) -> None:
+        def go(value: Optional[str]) -> None:
+            if value and value.strip().isdigit():
+                src = self.logs.locate(self._row(self.cursor))[0] if self.row_count else 0
+                self.goto_line(int(value.strip()), source=src)
+        self.app.push_screen(Prompt("go to line"), go)
+
+    # --- the line under the cursor ---------------------------------------------------
+    def current(self) -> Optional[tuple[str, int]]:
+        """(path, 1-based line) under the cursor."""
+        if self.logs is None or not self.row_count:
+            return None
+        src, line = self.logs.locate(self._row(self.cursor))
+        return self.paths[src], line + 1
+
+    def action_copy_where(self) -> None:
+        cur = self.current()
+        if cur:
+            self.app.copy_to_clipboard(f"{cur[0]}:{cur[1]}")
+            self.notify(f"copied {cur[0]}:{cur[1]}", timeout=2)
+
+    def action_copy_line(self) -> None:
+        if self.row_count:
+            src, line = self.logs.locate(self._row(self.cursor))  # type: ignore[union-attr]
+            self.app.copy_to_clipboard(clean(self.logs.indexes[src].full_line(line)))  # type: ignore[union-attr]
+            self.notify("copied the line", timeout=2)
+
+    def action_show_line(self) -> None:
+        cur = self.current()
+        if cur:
+            src, line = self.logs.locate(self._row(self.cursor))  # type: ignore[union-attr]
+            text = self.logs.indexes[src].full_line(line)  # type: ignore[union-attr]
+            self.app.push_screen(LineScreen(f"{os.path.basename(cur[0])}:{cur[1]}", text))
+
+    def action_open_external(self) -> None:
+        cur = self.current()
+        if not cur:
+            return
+        cmd = external_command(*cur)
+        if cmd is None:
+            self.notify("set $PAGER or $EDITOR to open logs", severity="warning")
+            return
+        with self.app.suspend():
+            subprocess.call(cmd)
+        self.refresh()
+
+
+def external_command(path: str, line: int) -> Optional[list[str]]:
+    """`$PAGER +LINE path` (less by default), else `$EDITOR +LINE path`: both read `+N`."""
+    for tool in (os.environ.get("PAGER"), "less" if shutil.which("less") else None,
+                 os.environ.get("EDITOR"), "vi" if shutil.which("vi") else None):
+        if tool:
+            return [*shlex.split(tool), f"+{line}", path]
+    return None
+
+
+__all__ = ["LogView", "CAP", "external_command"]

@@ -1,0 +1,222 @@
+"""Unit tests of the log line index (headless)."""
+
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from gymwatch.core import logindex
+from gymwatch.core.logindex import CAP, LogIndex, LogSet, Matcher
+from gymwatch.core.tail import Tailer, decode
+
+
+def write(path, data: bytes, mode="wb"):
+    with open(path, mode) as fh:
+        fh.write(data)
+
+
+def lines_of(ix: LogIndex) -> list[str]:
+    ix.wait()
+    return [ix.line(i) for i in range(ix.line_count)]
+
+
+def tailer_truth(path) -> list[str]:
+    return [decode(raw) for _, raw in Tailer(str(path)).read(final=True).lines]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(logindex, "CHUNK", 4)
+    monkeypatch.setattr(logindex, "SYNC_BYTES", 0)      # index in the background thread
+
+
+def test_core_does_not_import_textual():
+    code = "import sys, gymwatch.core.logindex; print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_lines_and_partial_last_line(tmp_path):
+    p = tmp_path / "a.log"
+    write(p, b"one\ntwo\nthr")
+    ix = LogIndex(p)
+    assert lines_of(ix) == ["one", "two", "thr"]
+    write(p, b"ee\nfour\n", "ab")
+    r = ix.refresh()
+    assert (r.added, r.reset) == (1, False)      # the partial line grew, one new line
+    assert lines_of(ix) == ["one", "two", "three", "four"]
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"a\r\nb\r\nc", ["a", "b", "c"]),
+    (b"a\rb\rc\n", ["a", "b", "c"]),
+    (b"a\r\r\nb", ["a", "", "b"]),
+    (b"\n\n", ["", ""]),
+    (b"", []),
+    (b"x\r", ["x"]),
+])
+def test_universal_newlines(tmp_path, data, expected):
+    p = tmp_path / "a.log"
+    write(p, data)
+    assert lines_of(LogIndex(p)) == expected == tailer_truth(p)
+
+
+def test_cr_at_eof_decided_by_next_append(tmp_path):
+    p = tmp_path / "a.log"
+    write(p, b"a\r")
+    ix = LogIndex(p)
+    assert lines_of(ix) == ["a"]
+    write(p, b"\nb\n", "ab")                    # it was \r\n: still one line end
+    ix.refresh()
+    assert lines_of(ix) == ["a", "b"]
+    write(p, b"c\rd", "ab")                      # a lone \r inside an append
+    ix.refresh()
+    assert lines_of(ix) == ["a", "b", "c", "d"]
+
+
+def test_random_bytes_match_the_core_tailer(tmp_path, small_chunks):
+    rng = random.Random(7)
+    pieces = [b"a", b"bc", b"\r", b"\n", b"\r\n", b"xyz", b"\xc3\xa9", b"\xff"]
+    for _ in range(150):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        p = tmp_path / "r.log"
+        cut = rng.randint(0, len(data))
+        write(p, data[:cut])
+        ix = LogIndex(p, sync_lines=rng.choice([0, 3, 100]))
+        write(p, data[cut:], "ab")
+        ix.refresh()
+        assert lines_of(ix) == tailer_truth(p), data
+
+
+def test_line_numbers_match_fixture_evidence(cases):
+    import json
+    truth = json.loads((cases / "aborted_500" / "truth.json").read_text())
+    found = 0
+    for ev in _evidence(truth):
+        path = cases / "aborted_500" / ev["file"]
+        if not path.is_file() or not ev.get("text"):
+            continue
+        ix = LogIndex(path)
+        ix.wait()
+        assert ev["text"].strip() in ix.line(ev["line"] - 1), ev
+        found += 1
+    assert found
+
+
+def _evidence(obj):
+    if isinstance(obj, dict):
+        if isinstance(obj.get("file"), str) and isinstance(obj.get("line"), int):
+            yield obj
+        for v in obj.values():
+            yield from _evidence(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _evidence(v)
+
+
+def test_truncation_and_replacement_reindex(tmp_path):
+    p = tmp_path / "a.log"
+    write(p, b"1\n2\n3\n")
+    ix = LogIndex(p)
+    ix.wait()
+    write(p, b"x\n")                             # truncated (copytruncate rotation)
+    r = ix.refresh()
+    assert r.reset and lines_of(ix) == ["x"]
+    q = tmp_path / "b.log"
+    write(q, b"new\nfile\n")
+    os.replace(q, p)                             # replaced: new inode
+    r = ix.refresh()
+    assert r.reset and lines_of(ix) == ["new", "file"]
+
+
+def test_file_created_later(tmp_path):
+    p = tmp_path / "later.log"
+    ix = LogIndex(p)
+    assert ix.error and ix.line_count == 0
+    write(p, b"hello\n")
+    ix.refresh()
+    assert lines_of(ix) == ["hello"]
+
+
+def test_long_lines_are_capped_but_readable_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(logindex, "CHUNK", 1000)
+    p = tmp_path / "a.log"
+    long = b"x" * 50_000
+    write(p, b"short\n" + long + b"\nafter\n" + long)
+    ix = LogIndex(p)
+    assert lines_of(ix)[0] == "short" and ix.line(2) == "after"
+    assert len(ix.line(1)) == CAP and ix.is_capped(1)
+    assert ix.full_line(1) == long.decode() and ix.full_line(3) == long.decode()
+    assert not ix.is_capped(0)
+
+
+def test_first_lines_available_before_background_finishes(tmp_path, monkeypatch):
+    monkeypatch.setattr(logindex, "CHUNK", 64)
+    monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
+    p = tmp_path / "big.log"
+    write(p, b"".join(b"line %d\n" % i for i in range(20_000)))
+    ix = LogIndex(p, sync_lines=100)
+    assert ix.line_count >= 100 and ix.line(99) == "line 99"   # before any wait
+    ix.wait()
+    assert ix.done and ix.line_count == 20_000 and ix.line(19_999) == "line 19999"
+
+
+def test_appends_while_background_indexing(tmp_path, monkeypatch):
+    monkeypatch.setattr(logindex, "CHUNK", 32)
+    monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
+    p = tmp_path / "a.log"
+    write(p, b"".join(b"%d\n" % i for i in range(5000)))
+    ix = LogIndex(p, sync_lines=10)
+    write(p, b"".join(b"%d\n" % i for i in range(5000, 6000)), "ab")
+    ix.refresh()
+    ix.wait()
+    ix.refresh()
+    assert lines_of(ix) == [str(i) for i in range(6000)]
+
+
+def test_find_next_prev_and_case(tmp_path, small_chunks):
+    p = tmp_path / "a.log"
+    write(p, b"alpha\nBeta\ngamma\nbeta2\ndelta\n")
+    ix = LogIndex(p)
+    ix.wait()
+    m = Matcher("beta")
+    assert ix.find(m, 0) == 1
+    assert ix.find(m, 1) == 3
+    assert ix.find(m, 3) == 1                     # wraps
+    assert ix.find(m, 2, forward=False) == 1
+    assert ix.find(m, 1, forward=False) == 3      # wraps backwards
+    assert ix.find(Matcher("beta", ignore_case=False), 0) == 3
+    assert ix.find(Matcher("zzz"), 0) is None
+
+
+def test_filter_text_inverted_and_errors(tmp_path, small_chunks):
+    p = tmp_path / "a.log"
+    write(p, b"INFO: ok\nTraceback (most recent call last):\nValueError: bad\nfine\r[Errno 98] addr\n")
+    ix = LogIndex(p)
+    ix.wait()
+    assert ix.filter(Matcher("ok")) == [0]
+    assert ix.filter(Matcher("!ok")) == [1, 2, 3, 4]
+    assert ix.filter(Matcher(errors_only=True)) == [1, 2, 4]
+    assert ix.filter(Matcher("!errno", errors_only=True)) == [1, 2]
+    assert Matcher("ab").spans("xAByab") == [(1, 3), (4, 6)]
+
+
+def test_merged_set_concatenates_then_interleaves_appends(tmp_path):
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    write(a, b"a1\na2\n")
+    write(b, b"b1\n")
+    s = LogSet([("A", str(a)), ("B", str(b))])
+    for ix in s.indexes:
+        ix.wait()
+    s.sync()
+    assert [s.text(r)[1:] for r in range(s.rows)] == [(0, "a1"), (1, "a2"), (0, "b1")]
+    write(b, b"b2\n", "ab")
+    write(a, b"a3\n", "ab")
+    s.refresh()
+    got = [(s.labels[src], text) for src, _, text in (s.text(r) for r in range(s.rows))]
+    assert got == [("A", "a1"), ("A", "a2"), ("B", "b1"), ("A", "a3"), ("B", "b2")]
+    assert s.filter(Matcher("2")) == [1, 4]
+    assert s.find(Matcher("b"), 2) == 4 and s.find(Matcher("b"), 4) == 2
+    assert s.row_of(0, 2) == 3 and s.locate(4) == (1, 1)
