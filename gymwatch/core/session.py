@@ -122,6 +122,9 @@ class RunSession:
             reset |= self._read(stream.path, final, lambda f, n, raw, role=stream.role:
                                 self.reducer.stream_line(role, f, n, decode(raw)))
         if lay.rollouts is not None:
+            if not self.state.collector.started and lay.materialized.exists():
+                self.state.collector.started = True   # Gym writes it first, as collection begins
+                self.reducer.changes.run = True
             reset |= self._read(lay.materialized, final, self.reducer.materialized_row)
             reset |= self._read(lay.rollouts, final, self.reducer.rollout_row)
             reset |= self._read(lay.failures, final, self.reducer.failure_row)
