@@ -21,6 +21,7 @@ from .tail import Tailer, decode
 from .verdict import settle
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
+SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the run has
 
 
 class RunSession:
@@ -33,6 +34,7 @@ class RunSession:
         self.clock = clock
         self.check_processes = check_processes
         self._last_proc_check = 0.0
+        self._last_shape_check = 0.0
         self._new_state()
 
     def _new_state(self) -> None:
@@ -54,9 +56,15 @@ class RunSession:
     # --- reading -------------------------------------------------------------------
     def poll(self, final: bool = False) -> Changes:
         """Read every watched file from its offset. `final`: the run is over, take partial lines too."""
-        reset = self._rediscover()
+        now = time.monotonic()
+        reshape = final or now - self._last_shape_check >= SHAPE_CHECK_EVERY
+        if reshape:
+            self._last_shape_check = now
+        reset = reshape and self._rediscover()
         if reset:
             self._new_state()
+        elif reshape:
+            self._refresh_info()
         reset = self._poll_files(final) or reset
         if reset:
             self._new_state()
@@ -101,7 +109,6 @@ class RunSession:
 
     def _poll_files(self, final: bool) -> bool:
         lay = self.layout
-        self._refresh_info()
         if lay.logs_dir is None and (lay.root / "logs").is_dir() and lay.kind != "launched":
             lay.logs_dir = lay.root / "logs"
         logs = lay.server_logs()
