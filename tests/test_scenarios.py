@@ -170,3 +170,16 @@ def test_malformed_lines_are_counted_and_listed(tmp_path):
     assert lines[0] == (2, "invalid JSON") and lines[1][0] == 3 and "reward is str" in lines[1][1]
     assert lines[2][0] == 4 and lines[3][0] == 5
     assert data["counts"]["completed"] == 2
+
+
+def test_head_server_probe_marks_ready_and_maps_ports(tmp_path):
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 1 servers ready. Waiting for servers to spin up: ['env_agent']")
+    s = RunSession.open(str(tmp_path), check_processes=False)
+    s.poll()
+    ch = s.apply_probe([{"name": "simple_agent", "process_name": "env_agent", "server_type": "responses_api_agents",
+                         "host": "127.0.0.1", "port": 12345, "pid": 7, "url": "http://127.0.0.1:12345"}],
+                       {"env_agent": True})
+    srv = s.state.servers["env_agent"]
+    assert "env_agent" in ch.servers and srv.state == "ready" and srv.http_ok and srv.kind == "agent"
+    assert s.state.port_owner[12345] == "env_agent"

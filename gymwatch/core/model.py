@@ -71,6 +71,7 @@ class Server:
     reported_ready_by_gym: bool = False
     silent_death: bool = False                             # GYM_REFERENCE §3 pipefail bug
     process: Optional[dict] = None                         # psutil facts, when known
+    http_ok: Optional[bool] = None                         # last `GET /` probe (with --head)
 
     @property
     def became_ready(self) -> bool:

@@ -84,6 +84,30 @@ class Reducer:
         if s.port is not None and s.state == READY:
             self.state.port_owner[s.port] = name
 
+    # --- the head server (optional HTTP probes) ---------------------------------------
+    def server_instances(self, instances: list) -> None:
+        """Apply the head server's `/server_instances` list (name, host, port, pid, url)."""
+        for inst in instances:
+            if not isinstance(inst, dict) or not isinstance(inst.get("process_name") or inst.get("name"), str):
+                continue
+            s = self.server(inst.get("process_name") or inst["name"])
+            s.kind = gl.SERVER_TYPE_KIND.get(str(inst.get("server_type")), s.kind)
+            if isinstance(inst.get("port"), int):
+                s.port = inst["port"]
+                self.state.port_owner[s.port] = s.name
+            s.host = inst.get("host") if isinstance(inst.get("host"), str) else s.host
+            s.url = inst.get("url") if isinstance(inst.get("url"), str) else s.url
+            s.pid = inst.get("pid") if isinstance(inst.get("pid"), int) else s.pid
+
+    def http_answer(self, name: str, ok: bool) -> None:
+        """Any HTTP response from `GET /` proves a server is up (GYM_REFERENCE §2)."""
+        s = self.server(name)
+        s.http_ok = ok
+        if ok and s.state not in (READY, FAILED):
+            set_state(s, READY, self.clock(), "answering HTTP")
+            if s.ready_at is None:
+                s.ready_at = self.clock()
+
     # --- captured streams of gym processes -------------------------------------
     def stream_line(self, role: str, file: str, lineno: int, text: str) -> None:
         for piece in gl.unglue(text, self.state.servers.keys()):

@@ -198,6 +198,15 @@ class RunSession:
             self.reducer.changes.run = True
         p.alive, c.alive = live.parent, live.collector
 
+    def apply_probe(self, instances: Optional[list] = None, answers: Optional[dict[str, bool]] = None) -> Changes:
+        """Fold in what the head server said (`/server_instances`) and which servers answered `GET /`."""
+        if instances:
+            self.reducer.server_instances(instances)
+        for name, ok in (answers or {}).items():
+            self.reducer.http_answer(name, ok)
+        settle(self.state, self.reducer.trackers, self._now())
+        return self.reducer.take_changes()
+
     def watch_paths(self) -> list[Path]:
         return self.layout.watch_dirs()
 
