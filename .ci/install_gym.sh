@@ -24,8 +24,10 @@ if have_gym; then
 else
     echo "install_gym.sh: installing nemo-gym==0.4.0 and uv into $VENV (about 1.5 min)"
     [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q "nemo-gym==0.4.0" uv
+    # (pip warns about every unreachable find-links location on some machines: keep the log readable)
+    quiet() { "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
+    quiet "$VENV/bin/python" -m pip install -q --upgrade pip
+    quiet "$VENV/bin/python" -m pip install -q "nemo-gym==0.4.0" uv
     have_gym || { echo "install_gym.sh: ERROR: nemo-gym 0.4.0 is not importable from $VENV" >&2; exit 1; }
 fi
 # The tests build the Gym servers' venvs under this dir (gym env start's cwd), so they are reused.

@@ -20,8 +20,10 @@ from . import outcomes
 NAME = "server"
 
 
-def say(text: str) -> None:
-    L.out(f"({NAME}) {text}")
+def say(text: str, err: bool = True) -> None:
+    """A prefixed line. Without +nemo_gym_log_dir, uv's and uvicorn's lines reach gym's stderr;
+    the server's own prints (and Ray's connect notice) reach its stdout."""
+    L.out(f"({NAME}) {text}", sys.stderr if err else sys.stdout)
 
 
 def install(venv: str, speed: float, seconds: float) -> None:
@@ -80,8 +82,8 @@ class Handler(BaseHTTPRequestHandler):
         kind = outcomes.outcome(task, rollout, int(row.get("_sim_n_tasks", self.n_tasks)))
         time.sleep(outcomes.duration(task, rollout) * self.speed)
         if kind == "agent_error":
-            for text in ("Hit an exception while making a request (try 1): POST http://127.0.0.1/v1/responses",
-                         "Traceback (most recent call last):",
+            say("Hit an exception while making a request (try 1): POST http://127.0.0.1/v1/responses", err=False)
+            for text in ("Traceback (most recent call last):",
                          '  File "responses_api_agents/simple_agent/app.py", line 112, in run',
                          "    response = await self.server_client.post(...)",
                          "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected",
@@ -108,16 +110,20 @@ def main(argv: list[str]) -> int:
     if do_install:
         install(venv, speed, 25.0)
     else:
+        say(f"Using CPython {L.PY} interpreter at: {L.PY_BIN}")
+        say(f"Creating virtual environment with seed packages at: {venv}")
+        say(f"Activate with: source {venv}/bin/activate")
         time.sleep(0.5 * speed)
         say(f"Using Python {L.PY} environment at: {venv}")
-        say("Audited 3 packages in 4ms")
+        say("Checked 3 packages in 37ms")
     time.sleep(2.0 * speed)
-    for text in (f"Connecting to Ray cluster at specified address: {ray_addr}",
-                 f"{L.ray_stamp()}\tINFO worker.py:1841 -- Connecting to existing Ray cluster at address: {ray_addr}...",
-                 f"{L.ray_stamp()}\tINFO worker.py:2029 -- Connected to Ray cluster.", L.ULIMIT):
-        L.out(text)
+    L.out(f"Connecting to Ray cluster at specified address: {ray_addr}")
+    L.out(f"{L.ray_stamp()}\tINFO worker.py:1841 -- Connecting to existing Ray cluster at address: {ray_addr}...",
+          sys.stderr)
+    L.out(f"{L.ray_stamp()}\tINFO worker.py:2029 -- Connected to Ray cluster.", sys.stderr)
+    L.out(L.ULIMIT)
     say("Adding a uvicorn logging filter so that the logs aren't spammed with 200 OK messages. "
-        "This is to help errors pop up better and filter out noise.")
+        "This is to help errors pop up better and filter out noise.", err=False)
     say(f"INFO:     Started server process [{os.getpid()}]")
     say("INFO:     Waiting for application startup.")
     say("INFO:     Application startup complete.")

@@ -1,0 +1,139 @@
+"""`gymwatch run` / `stop` / `report` against the simulated Gym (fast): crash-safety, both flows,
+startup failure and timeout, refusals, process facts."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest_realgym import file_has, free_port, gymwatch, marked, run_dirs, run_id, sim_gym, wait_for  # noqa: F401
+from gymwatch.sim.collect import DATA
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def head(port):
+    return [f"+head_server.host=127.0.0.1", f"+head_server.port={port}"]
+
+
+def env_then_eval(speed, port, *extra_env):
+    return ["--", "env", "start", "--resources-server", "mcqa", "--model-type", "openai_model",
+            "++policy_api_key=sk-secret-1", f"+sim_speed={speed}", *head(port), *extra_env,
+            "--then", "eval", "run", "--agent", "mcqa_simple_agent", "--input", str(DATA),
+            "--num-repeats", "2", "--concurrency", "2", f"+sim_speed={speed}", *head(port)]
+
+
+def test_sigkill_gymwatch_leaves_the_run_going_and_report_and_stop_pick_it_up(tmp_path, run_dirs):
+    run_dir = tmp_path / "run"
+    run_dirs.append(run_dir)
+    gym = sim_gym(tmp_path)
+    fg = subprocess.Popen([sys.executable, "-m", "gymwatch", "run", "--no-tui", "--gym", str(gym), "--cwd",
+                           str(tmp_path), "--run-dir", str(run_dir), *env_then_eval(0.25, free_port())],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: file_has(run_dir / "gym_env_start.stdout.log", "servers ready. Waiting"), 30,
+                 "gym waiting for servers")
+        fg.send_signal(signal.SIGKILL)   # gymwatch dies before the eval has even started
+        fg.wait(5)
+    finally:
+        if fg.poll() is None:
+            fg.kill()
+    rid = run_id(run_dir)
+    assert marked(rid), "the Gym run must survive gymwatch"
+    # The detached driver still starts the collection once the servers are ready.
+    wait_for(lambda: (run_dir / "rollouts_aggregate_metrics.json").exists(), 90, "the collection to finish")
+    wait_for(lambda: "returncode" in json.loads((run_dir / "gym_eval_run.status.json").read_text()), 10,
+             "the collector's exit code")
+    rep = gymwatch("report", "--format", "json", str(run_dir))
+    data = json.loads(rep.stdout)
+    assert data["verdict"] == "some_never_ran" and data["counts"]["completed"] == 9
+    assert data["parent"]["alive"] is True and data["collector"]["alive"] is False
+    stop = gymwatch("stop", "--grace", "10", str(run_dir))
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert f"0 left with GYMWATCH_RUN_ID={rid}" in stop.stdout
+    assert marked(rid) == []
+
+
+def test_single_eval_run_flow(tmp_path, run_dirs):
+    run_dir = tmp_path / "run"
+    run_dirs.append(run_dir)
+    port = free_port()
+    res = gymwatch("run", "--no-tui", "--format", "json", "--stop-after", "--gym", str(sim_gym(tmp_path)),
+                   "--cwd", str(tmp_path), "--run-dir", str(run_dir), "--", "eval", "run", "--agent",
+                   "mcqa_simple_agent", "--input", str(DATA), "--num-repeats", "2", "--concurrency", "3",
+                   "+sim_speed=0.05", *head(port), timeout=120)
+    data = json.loads(res.stdout)
+    assert data["counts"] == {"pending": 0, "completed": 9, "failed": 1, "never_ran": 2, "missing": 0}
+    manifest = json.loads((run_dir / "gymwatch-manifest.json").read_text())
+    assert [p["role"] for p in manifest["processes"]] == ["both"]
+    assert "--no-serve" not in manifest["processes"][0]["argv"]
+    assert marked(manifest["run_id"]) == []
+
+
+def test_startup_failure_points_at_the_servers_own_line(tmp_path, run_dirs):
+    run_dir = tmp_path / "run"
+    run_dirs.append(run_dir)
+    res = gymwatch("run", "--no-tui", "--format", "json", "--gym", str(sim_gym(tmp_path)), "--cwd", str(tmp_path),
+                   "--run-dir", str(run_dir), *env_then_eval(0.05, free_port(), "+sim_fail_server=policy_model"))
+    data = json.loads(res.stdout)
+    assert res.returncode == 2 and data["verdict"] == "startup_failed"
+    assert data["evidence"]["file"] == "gym_env_start.stderr.log"   # uvicorn logs to stderr, as in Gym
+    assert data["evidence"]["text"].startswith("(policy_model) ") and "Errno 98" in data["evidence"]["text"]
+    assert not data["collector"]["started"]
+    assert json.loads((run_dir / "gym_env_start.status.json").read_text())["returncode"] == 1
+    rid = run_id(run_dir)
+    assert marked(rid), "Gym 0.4.0 leaves the other servers running"
+    stop = gymwatch("stop", str(run_dir))
+    assert stop.returncode == 0 and marked(rid) == []
+
+
+def test_startup_timeout_says_what_is_pending_and_kills(tmp_path, run_dirs):
+    run_dir = tmp_path / "run"
+    run_dirs.append(run_dir)
+    res = gymwatch("run", "--no-tui", "--startup-timeout", "8", "--kill-on-timeout", "--gym", str(sim_gym(tmp_path)),
+                   "--cwd", str(tmp_path), "--run-dir", str(run_dir), *env_then_eval(1.0, free_port()))
+    assert "startup timeout: not all servers ready after" in res.stderr
+    assert "pending: mcqa" in res.stderr and "installing" in res.stderr
+    assert "last line" in res.stderr
+    wait_for(lambda: not marked(run_id(run_dir)), 20, "every process of the run to be stopped")
+
+
+def test_process_facts_show_a_server_installing(tmp_path, run_dirs):
+    from gymwatch.launch.procfacts import server_processes
+    from gymwatch.launch.runner import launch
+    from gymwatch.sim.plan import demo_plan
+
+    plan = demo_plan(tmp_path / "run", speed=1.0)
+    run_dirs.append(plan.run_dir)
+    data = launch(plan)
+    facts = wait_for(lambda: (f := server_processes(data)).get("mcqa", {}).get("installing") and f, 20,
+                     "mcqa's uv pip install")
+    assert facts["mcqa"]["alive"] and facts["mcqa"]["rss"] > 0
+    assert facts["mcqa"]["children"] >= 1
+
+
+def test_refuses_a_run_dir_with_rollouts(tmp_path):
+    run_dir = tmp_path / "old"
+    run_dir.mkdir()
+    (run_dir / "rollouts.jsonl").write_text('{"_ng_task_index": 0}\n')
+    res = gymwatch("run", "--no-tui", "--gym", str(sim_gym(tmp_path)), "--run-dir", str(run_dir),
+                   "--", "eval", "run", "--agent", "a")
+    assert res.returncode == 3
+    assert res.stderr.strip().count("\n") == 0 and "already holds rollouts" in res.stderr
+    assert not (run_dir / "gymwatch-manifest.json").exists()
+
+
+def test_missing_gym_is_one_line(tmp_path):
+    res = gymwatch("run", "--no-tui", "--gym", "no-such-gym-xyz", "--run-dir", str(tmp_path / "r"),
+                   "--", "env", "start")
+    assert res.returncode == 3 and "not found on PATH" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_stop_on_a_non_run_is_one_line(tmp_path):
+    res = gymwatch("stop", str(tmp_path))
+    assert res.returncode == 3 and "manifest" in res.stderr and "Traceback" not in res.stderr
