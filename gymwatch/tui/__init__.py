@@ -1,0 +1,1 @@
+"""The live screen (`gymwatch attach PATH`). The only package that imports Textual."""

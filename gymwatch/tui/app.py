@@ -1,0 +1,308 @@
+"""`gymwatch attach PATH`: the live screen of one run.
+
+Files -> RunSession.poll() (on every watcher hint and on a 1 s tick) -> Changes ->
+widgets updated by key. Widgets never read run files; only the log pane reads the log
+it shows. Closing the screen never touches the run's processes.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Footer
+from textual.worker import Worker, WorkerState
+
+from ..core import attribution
+from ..core.model import FAILED, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence
+from ..core.reducer import Changes
+from ..core.verdict import verdict
+from . import head as headprobe
+from .board import ReadinessBoard
+from .commands import GymwatchCommands
+from .helpscreen import HelpScreen
+from .live import LiveRun
+from .logpane import LogPane
+from .summary import Summary, reason_text, summary_text
+from .trials import TrialsTable
+from .watch import ChangeSource, describe, watchfiles_source
+
+PROBLEMS = (T_FAILED, T_NEVER_RAN, T_MISSING)
+HEAD_EVERY = 5.0
+
+
+class GymwatchApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "gymwatch"
+    COMMANDS = App.COMMANDS | {GymwatchCommands}
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("right_square_bracket", "next_failure", "Next failure", key_display="]"),
+        Binding("left_square_bracket", "prev_failure", "Prev failure", key_display="["),
+        Binding("exclamation_mark", "verdict_evidence", "Evidence", key_display="!"),
+        Binding("slash", "find", "Find", key_display="/"),
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("e", "errors_only", "Errors", show=False),
+    ]
+
+    def __init__(self, run: LiveRun | str, logs: Optional[str] = None, *,
+                 change_source: Optional[ChangeSource] = None, clock: Callable[[], float] = time.time,
+                 head: Optional[str] = None, tick: float = 1.0, animations: bool = True) -> None:
+        super().__init__()
+        self.clock = clock
+        self.live = run if isinstance(run, LiveRun) else LiveRun(run, logs, clock=clock)
+        self.change_source = change_source or watchfiles_source()
+        self.head = head
+        self.tick = tick
+        self._watched: list[Path] = []
+        self._fail_idx = -1
+        self._started = False
+        self._follow_board = False    # board highlights open logs (once the first log is chosen)
+        if not animations:
+            self.animation_level = "none"
+
+    def compose(self) -> ComposeResult:
+        yield Summary(id="summary")
+        yield ReadinessBoard(id="board")
+        with Horizontal(id="main"):
+            yield TrialsTable(id="trials")
+            yield LogPane(id="log-pane")
+        yield Footer()
+
+    @property
+    def started(self) -> bool:
+        """The first poll is shown and the log pane has its first file (tests wait for this)."""
+        return self._follow_board
+
+    def on_mount(self) -> None:
+        # Kept, not queried: a modal screen (help, palette) may be on top when a poll lands.
+        self.board = self.query_one(ReadinessBoard)
+        self.trials = self.query_one(TrialsTable)
+        self.pane = self.query_one(LogPane)
+        self.summary = self.query_one(Summary)
+        self.sub_title = str(self.live.root)
+        changes = self.live.poll()
+        changes.reset = True
+        self.apply(changes)
+        self._start_watch()
+        self.set_interval(self.tick, self.refresh_run)
+        if self.head:
+            self._start_head()
+        self.board.focus()
+
+    # --- reading ---------------------------------------------------------------------------
+    def refresh_run(self) -> None:
+        """Poll the session (cheap: a stat and a read per file) and update what changed."""
+        if not self.is_running or self._exit:
+            return
+        self.apply(self.live.poll())
+        if self.live.watch_paths() != self._watched:
+            self._start_watch()
+
+    def apply(self, changes: Changes) -> None:
+        st, now = self.live.state, self.clock()
+        with self.batch_update():
+            if changes.reset:
+                self.board.rebuild(st, now)
+                self.trials.rebuild(st)
+            elif st is not None:
+                self.board.update(st, changes.servers, now)
+                if changes.trials or changes.removed_trials:
+                    self.trials.update(st, changes.trials, changes.removed_trials)
+            self._summary()
+            if changes.files:
+                self.pane.files_changed(changes.files)
+            if st is not None and not self._started:
+                self._started = True
+                self.call_after_refresh(self._first_log)   # after the tables' own first highlight
+
+    def _summary(self) -> None:
+        st = self.live.state
+        v = verdict(st) if st is not None else None
+        live = v is not None and v.name in ("starting", "collecting")
+        elapsed = self.clock() - self.live.started() if live else None
+        rate, eta = self.live.rate_eta() if v is not None and v.name == "collecting" else (None, None)
+        mode = "replay" if self.live.replay else ""
+        line1 = summary_text(self.live.root.name, st, v, elapsed, self.live.done_total(), rate, eta, mode)
+        self.summary.show(line1, reason_text(st, v, self.live.waiting))
+
+    def _first_log(self) -> None:
+        if not self.is_running:
+            return
+        self._follow_board = True
+        st = self.live.state
+        v = verdict(st)
+        if v.exit_code and v.evidence is not None:
+            failed = [s.name for s in st.servers.values() if s.state == FAILED]
+            if failed:
+                self.board.select(failed[0])
+            self.open_evidence(v.evidence)
+        else:
+            name = self.board.server_at_cursor()
+            if name:
+                self.open_server_log(name)
+
+    # --- watching --------------------------------------------------------------------------
+    def _start_watch(self) -> None:
+        self._watched = self.live.watch_paths()
+        self.run_worker(self._watch(self._watched), name="watch", group="watch",
+                        exclusive=True, exit_on_error=False)
+
+    async def _watch(self, paths: list[Path]) -> None:
+        async for _hint in self.change_source(paths):
+            self.refresh_run()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        w = event.worker
+        if w.name == "watch" and event.state == WorkerState.ERROR:
+            self.notify(f"file watcher stopped ({w.error}); polling every {self.tick:g}s instead",
+                        severity="warning", markup=False)
+            if not getattr(self.change_source, "polling", True):
+                self.change_source = watchfiles_source(force_polling=True)
+                self._start_watch()
+        elif w.name == "head" and event.state == WorkerState.SUCCESS:
+            self.board.probes = w.result or {}
+            if "" in self.board.probes:
+                self.sub_title = f"{self.live.root}  ({self.board.probes['']})"
+            self.refresh_run()
+
+    def _start_head(self) -> None:
+        if not headprobe.is_loopback(self.head):
+            self.notify(f"--head {self.head}: not a loopback address; not probing", severity="error",
+                        markup=False)
+            return
+        self._probe_head()
+        self.set_interval(HEAD_EVERY, self._probe_head)
+
+    def _probe_head(self) -> None:
+        url = self.head
+        self.run_worker(lambda: headprobe.probe(url), name="head", group="head", thread=True,
+                        exclusive=True, exit_on_error=False)
+
+    def watch_mode(self) -> str:
+        return describe(self.change_source, self._watched)
+
+    # --- opening evidence and logs -----------------------------------------------------------
+    def open_evidence(self, ev: Optional[Evidence]) -> None:
+        if ev is None:
+            self.notify("no evidence line for this one yet", severity="warning")
+            return
+        self.pane.show(self._abs(ev.file), ev.file, ev.line)
+
+    def open_server_log(self, name: str) -> None:
+        st = self.live.state
+        s = st.servers.get(name) if st else None
+        if s is None:
+            return
+        rel = s.log_file or next((e.file for e in (s.last_line_at, s.failure, s.ready_evidence) if e), None)
+        if rel is None:
+            self.pane.border_title = f"Log: {name} (no output yet)"
+            return
+        if rel != self.pane.rel:
+            self.pane.show(self._abs(rel), rel)
+        self.pane.border_title = f"Log: {name}"
+
+    def _abs(self, rel: str) -> Path:
+        p = Path(rel)
+        return p if p.is_absolute() else self.live.root / p
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table is self.board and event.row_key.value and self._follow_board:
+            self.open_server_log(event.row_key.value)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        st = self.live.state
+        if st is None:
+            return
+        if event.data_table is self.board:
+            s = st.servers.get(event.row_key.value)
+            if s is not None:
+                self._open_server_evidence(s)
+        elif event.data_table is self.trials:
+            t = self.trials.trial_at_cursor()
+            if t is not None:
+                self.open_evidence(t.evidence or attribution.trial_cause(st, t))
+
+    def _open_server_evidence(self, s) -> None:
+        ev = s.failure if s.state == FAILED else (s.errors[-1] if s.errors else None)
+        if ev is not None:
+            self.open_evidence(ev)
+            self.pane.border_title = f"Log: {s.name}"
+        else:
+            self.open_server_log(s.name)
+
+    # --- failures ----------------------------------------------------------------------------
+    def failures(self) -> list[tuple[str, object]]:
+        st = self.live.state
+        if st is None:
+            return []
+        out: list[tuple[str, object]] = [("server", s.name) for s in st.servers.values() if s.state == FAILED]
+        trials = sorted((t for t in st.trials.values() if t.status in PROBLEMS), key=lambda t: (
+            t.task_index, t.rollout_index, -1 if t.attempt_index is None else t.attempt_index))
+        out += [("trial", t.key) for t in trials]
+        return out
+
+    def _go_failure(self, step: int) -> None:
+        items = self.failures()
+        if not items:
+            self.notify("no failures so far")
+            return
+        self._fail_idx = (self._fail_idx + step) % len(items)
+        kind, ref = items[self._fail_idx]
+        st = self.live.state
+        if kind == "server":
+            self.board.select(ref)
+            self.board.focus()
+            self._open_server_evidence(st.servers[ref])
+        else:
+            if not self.trials.select(ref):
+                self.trials.set_view("all")
+                self.trials.select(ref)
+            self.trials.focus()
+            t = st.trials[ref]
+            self.open_evidence(t.evidence or attribution.trial_cause(st, t))
+
+    def action_next_failure(self) -> None:
+        self._go_failure(1)
+
+    def action_prev_failure(self) -> None:
+        self._go_failure(-1)
+
+    def action_verdict_evidence(self) -> None:
+        st = self.live.state
+        if st is not None:
+            self.open_evidence(verdict(st).evidence)
+
+    # --- other actions -----------------------------------------------------------------------
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_find(self) -> None:
+        self.pane.action_find()
+
+    def action_toggle_follow(self) -> None:
+        self.pane.action_toggle_follow()
+
+    def action_errors_only(self) -> None:
+        self.pane.action_errors_only()
+
+    def set_trial_filter(self, view: str) -> None:
+        self.trials.set_view(view)
+
+    def set_trial_sort(self, by: str) -> None:
+        self.trials.set_sort(by)
+
+
+def run_app(args) -> int:
+    """Entry point of `gymwatch attach` (and plain `gymwatch PATH`)."""
+    source = watchfiles_source(force_polling=bool(getattr(args, "poll", False)))
+    app = GymwatchApp(args.path, getattr(args, "logs", None), change_source=source,
+                      head=getattr(args, "head", None))
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,109 @@
+"""The readiness board: one DataTable row per server, updated cell by cell."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from ..core.model import FAILED, READY, EXITED, RunState, Server
+from .fmt import STATE_LOOK, body, duration, plain
+
+COLUMNS = (("server", "Server"), ("state", "State"), ("why", "Phase / why not ready"),
+           ("in", "In state"), ("ttr", "To ready"), ("err", "Err"), ("last", "Last line"))
+SLOW_FACTOR, SLOW_MIN = 3.0, 60.0   # waiting > 3x the slowest ready sibling, and > 1 min
+
+
+class ReadinessBoard(DataTable):
+    BINDINGS = [("l", "open_log", "Log")]
+
+    def __init__(self, **kw):
+        super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        self._cells: dict[str, tuple] = {}
+        self.probes: dict[str, str] = {}    # server -> last head-server probe result
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+        self.border_title = "Servers"
+
+    def rebuild(self, state: Optional[RunState], now: Optional[float]) -> None:
+        self.clear()
+        self._cells.clear()
+        if state is not None:
+            self.update(state, set(state.servers), now)
+
+    def update(self, state: RunState, names: set[str], now: Optional[float]) -> None:
+        """Update rows of `names`, and the time cells of every row (they move with the clock)."""
+        slow = slow_servers(state, now)
+        for name, s in state.servers.items():   # few rows: recompute all, write only what differs
+            self._set_row(name, self._row(state, s, now, name in slow))
+        ready = sum(1 for s in state.servers.values() if s.became_ready)
+        self.border_title = f"Servers {ready}/{len(state.servers)} ready"
+
+    def _set_row(self, name: str, cells: tuple) -> None:
+        old = self._cells.get(name)
+        if old is None:
+            self.add_row(*cells, key=name)
+        else:
+            for (key, _), a, b in zip(COLUMNS, old, cells):
+                if a != b:
+                    self.update_cell(name, key, b, update_width=True)
+        self._cells[name] = cells
+
+    def _row(self, state: RunState, s: Server, now: Optional[float], slow: bool) -> tuple:
+        sym, style = STATE_LOOK.get(s.state, ("?", ""))
+        st = Text(f"{sym} {s.state}", style=style)
+        if slow:
+            st.append(" ⚠ slow", style="bold black on yellow")
+        in_state = now - s.state_since if now is not None and s.state_since is not None else None
+        ttr = s.ready_at - s.first_seen if s.ready_at is not None and s.first_seen is not None else None
+        err = Text(str(s.error_count), style="bold red" if s.error_count else "dim")
+        return (Text(s.name, style="bold"), st, why_text(state, s, slow, in_state),
+                Text(duration(in_state)), Text("—" if ttr == 0 else duration(ttr)), err, plain(body(s.last_line), 90))
+
+    def server_at_cursor(self) -> Optional[str]:
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        return key.value
+
+    def select(self, name: str) -> None:
+        if name in self._cells:
+            self.move_cursor(row=self.get_row_index(name))
+
+    def action_open_log(self) -> None:
+        name = self.server_at_cursor()
+        if name:
+            self.app.open_server_log(name)   # type: ignore[attr-defined]
+
+
+def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) -> Text:
+    if s.state == FAILED:
+        why = "died silently after installing (Gym pipefail bug, see GYM_REFERENCE §3)" \
+            if s.silent_death else (s.failure_reason or "failed")
+        return plain(why, 56, "red")
+    if s.became_ready or s.state in (READY, EXITED):
+        return plain(s.phase or s.state, 56)
+    pend = state.parent.pending or []
+    why = s.phase or ("no output yet" if not s.last_line else "starting")
+    if s.name in pend:
+        why += "; Gym still waiting for it"
+    if slow:
+        why += f"; waiting {duration(in_state)} while its siblings are ready"
+    return plain(why, 56, "yellow" if slow else "")
+
+
+def slow_servers(state: RunState, now: Optional[float]) -> set[str]:
+    """Servers not ready for far longer than the slowest sibling that became ready."""
+    if now is None:
+        return set()
+    ttrs = [s.ready_at - s.first_seen for s in state.servers.values()
+            if s.ready_at is not None and s.first_seen is not None]
+    if not ttrs:
+        return set()
+    limit = max(SLOW_MIN, SLOW_FACTOR * max(ttrs))
+    return {s.name for s in state.servers.values()
+            if not s.became_ready and s.state != FAILED and s.first_seen is not None
+            and now - s.first_seen > limit}

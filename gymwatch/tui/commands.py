@@ -1,0 +1,53 @@
+"""Command palette (ctrl+p): domain commands - filters, sorts, logs, failures."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+from textual.command import DiscoveryHit, Hit, Hits, Matcher, Provider
+from textual.content import Content
+
+from .trials import FILTERS, SORTS
+
+
+def highlight(matcher: Matcher, text: str) -> Content:
+    """Matcher.highlight parses markup; server names are data, so highlight plain content."""
+    content = Content(text)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    for i in offsets if score else ():
+        content = content.stylize(matcher.match_style, i, i + 1)
+    return content
+
+
+class GymwatchCommands(Provider):
+    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        app = self.app
+        cmds: list[tuple[str, Callable[[], object], str]] = []
+        for f in FILTERS:
+            cmds.append((f"Trials: show {f.replace('_', '-')}", partial(app.set_trial_filter, f),
+                         "filter the trials table"))
+        for s in SORTS:
+            cmds.append((f"Trials: sort by {s}", partial(app.set_trial_sort, s), "sort the trials table"))
+        cmds += [
+            ("Go to next failure", app.action_next_failure, "a failed server or a failed, never-ran or missing trial"),
+            ("Go to previous failure", app.action_prev_failure, "back to the previous one"),
+            ("Open verdict evidence", app.action_verdict_evidence, "the line the verdict rests on"),
+            ("Log: toggle follow", app.action_toggle_follow, "tail the log"),
+            ("Log: errors only", app.action_errors_only, "filter the log to error lines"),
+        ]
+        state = app.live.state
+        for name in sorted(state.servers) if state else ():
+            cmds.append((f"Open log: {name}", partial(app.open_server_log, name), "this server's output"))
+        return cmds
+
+    async def discover(self) -> Hits:
+        for name, cb, help_ in self._commands():
+            yield DiscoveryHit(Content(name), cb, text=name, help=help_)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, cb, help_ in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, highlight(matcher, name), cb, text=name, help=help_)

@@ -1,0 +1,82 @@
+"""Optional probes of Gym's head server (`--head URL`): which servers answer HTTP.
+
+Loopback only, short timeouts, plain urllib (run in a thread worker). Only
+`/server_instances` and each server's `GET /` are ever requested; the head's
+`/global_config_dict_yaml` holds API keys and is never touched.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import urllib.error
+import urllib.request
+from urllib.parse import urlparse
+
+TIMEOUT = 1.5
+
+
+class HeadError(Exception):
+    pass
+
+
+def is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    if not is_loopback(url):
+        raise HeadError(f"{url}: not a loopback address; gymwatch only probes 127.0.0.1/localhost")
+    req = urllib.request.Request(url, headers={"User-Agent": "gymwatch"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # never via a proxy
+    try:
+        with opener.open(req, timeout=TIMEOUT) as resp:
+            return resp.status, resp.read(1 << 20)
+    except urllib.error.HTTPError as exc:   # any HTTP answer means the server is up
+        return exc.code, b""
+
+
+def server_instances(head: str) -> list[dict]:
+    status, data = _get(head.rstrip("/") + "/server_instances")
+    if status != 200:
+        raise HeadError(f"head server answered HTTP {status}")
+    items = json.loads(data.decode("utf-8", "replace"))
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def probe(head: str) -> dict[str, str]:
+    """server name -> "HTTP 200" / "refused" / "timeout" / "not loopback" (or {"": error})."""
+    try:
+        items = server_instances(head)
+    except (HeadError, OSError, ValueError) as exc:
+        return {"": f"head server: {_why(exc)}"}
+    out = {}
+    for item in items:
+        name = str(item.get("name") or item.get("process_name") or "?")
+        url = item.get("url") or (f"http://{item.get('host')}:{item.get('port')}" if item.get("port") else "")
+        if not url:
+            out[name] = "no url"
+        elif not is_loopback(url):
+            out[name] = "not loopback"
+        else:
+            try:
+                out[name] = f"HTTP {_get(url.rstrip('/') + '/')[0]}"
+            except (HeadError, OSError) as exc:
+                out[name] = _why(exc)
+    return out
+
+
+def _why(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, (socket.timeout, TimeoutError)):
+        return "timeout"
+    if isinstance(reason, ConnectionRefusedError):
+        return "refused"
+    return str(reason)[:80]

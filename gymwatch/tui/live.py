@@ -1,0 +1,126 @@
+"""The run behind the screen: a RunSession that may not exist yet, plus progress-rate samples.
+
+No Textual here. Works around two layout gaps of the core: a path that is not a run *yet*
+(an empty dir a replay or a launcher is about to fill) and a `logs/` dir that appears after
+the session was opened (discover() only looks once): both reopen the session as a reset.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..core.layout import NotARun
+from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState
+from ..core.reducer import Changes
+from ..core.session import RunSession
+from ..core.verdict import collector_ended
+from ..replay import MARKER
+
+RATE_WINDOW = 60.0   # seconds of samples behind the trials/s rate
+
+
+class LiveRun:
+    def __init__(self, path: str, logs: Optional[str] = None, clock: Callable[[], float] = time.time,
+                 check_processes: Optional[bool] = None):
+        self.path, self.logs, self.clock = path, logs, clock
+        root = Path(path).expanduser()
+        self.replay = (root / MARKER).is_file()
+        if check_processes is None:
+            check_processes = not (self.replay or os.environ.get("GYMWATCH_NO_PROCESS_CHECK"))
+        self.check_processes = check_processes
+        self.session: Optional[RunSession] = None
+        self.waiting = ""                      # why there is no session yet
+        self.opened_at = clock()
+        self._samples: deque[tuple[float, int]] = deque()
+        self._open()
+
+    def _open(self) -> bool:
+        try:
+            self.session = RunSession.open(self.path, self.logs, clock=self.clock,
+                                           check_processes=self.check_processes)
+        except NotARun as exc:
+            if not Path(self.path).expanduser().is_dir():
+                raise
+            self.waiting = str(exc)
+            return False
+        self.waiting = ""
+        return True
+
+    @property
+    def state(self) -> Optional[RunState]:
+        return self.session.state if self.session else None
+
+    @property
+    def root(self) -> Path:
+        return self.session.layout.root if self.session else Path(self.path).expanduser().resolve()
+
+    def poll(self) -> Changes:
+        if self.session is None:
+            if not self._open():
+                return Changes()
+            return self._first_poll()
+        if self._layout_grew():
+            self._open()
+            return self._first_poll()
+        changes = self.session.poll()
+        self._sample()
+        return changes
+
+    def _first_poll(self) -> Changes:
+        changes = self.session.poll()
+        changes.reset = True
+        self._sample()
+        return changes
+
+    def _layout_grew(self) -> bool:
+        lay = self.session.layout
+        return lay.logs_dir is None and lay.kind == "gym_dir" and (lay.root / "logs").is_dir()
+
+    def watch_paths(self) -> list[Path]:
+        paths = self.session.watch_paths() if self.session else [self.root]
+        paths = sorted({p for p in paths if p.exists()})
+        return [p for p in paths if not any(q != p and q in p.parents for q in paths)]
+
+    # --- progress ---------------------------------------------------------------------
+    def done_total(self) -> tuple[int, int]:
+        st = self.state
+        if st is None:
+            return 0, 0
+        done = sum(1 for t in st.trials.values() if t.status in (T_COMPLETED, T_FAILED, T_NEVER_RAN))
+        total = st.expected_total if st.expected_total is not None else len(st.trials)
+        return done, max(total, len(st.trials))
+
+    def _sample(self) -> None:
+        now = self.clock()
+        done, _ = self.done_total()
+        s = self._samples
+        if s and done < s[-1][1]:
+            s.clear()
+        s.append((now, done))
+        while len(s) > 2 and now - s[0][0] > RATE_WINDOW:
+            s.popleft()
+
+    def rate_eta(self) -> tuple[Optional[float], Optional[float]]:
+        """Trials per second over the last minute, and seconds left at that rate."""
+        if len(self._samples) < 2 or self.state is None or collector_ended(self.state):
+            return None, None
+        (t0, d0), (t1, d1) = self._samples[0], self._samples[-1]
+        if t1 - t0 < 2 or d1 <= d0:
+            return (0.0 if t1 - t0 >= 2 else None), None
+        rate = (d1 - d0) / (t1 - t0)
+        done, total = self.done_total()
+        return rate, max(0, total - done) / rate
+
+    def started(self) -> float:
+        st = self.state
+        if st is not None:
+            if st.info.started_at:
+                return st.info.started_at
+            seen = [s.first_seen for s in st.servers.values() if s.first_seen is not None]
+            if seen:
+                return min(seen + [self.opened_at])
+        return self.opened_at

@@ -1,0 +1,171 @@
+"""The log pane: a header (file, follow state, "+N new lines") over a log view, plus a find bar.
+
+The view is `logview.LogView` when that module is present, else the SimpleLogView stand-in;
+both offer open / goto_line / refresh_file / follow / set_filter / find* / NewLines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from .fmt import plain
+
+
+def _view_class():
+    try:
+        from .logview import LogView
+        return LogView
+    except Exception:    # noqa: BLE001 - absent or half-written: use the stand-in
+        from .simplelog import SimpleLogView
+        return SimpleLogView
+
+
+View = _view_class()
+
+
+class LogPane(Vertical):
+    BINDINGS = [
+        Binding("n", "find_next", "Next match", show=False),
+        Binding("N", "find_prev", "Prev match", show=False),
+        Binding("escape", "close_find", "Close find", show=False),
+    ]
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.path: Optional[Path] = None
+        self.rel = ""
+        self.new_lines = 0
+        self.errors_only = False
+        self.line: Optional[int] = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="log-header")
+        yield View(id="log-view")
+        yield Input(placeholder="find in log (Enter: search, n/N: next/prev, Esc: close)", id="log-find")
+
+    @property
+    def view(self):
+        return self.query_one("#log-view")
+
+    def on_mount(self) -> None:
+        self.border_title = "Log"
+        self.query_one("#log-find").display = False
+        self.watch(self.view, "follow", self._follow_changed, init=False)
+        self.watch(self.view, "scroll_y", self._scrolled, init=False)
+        self._header()
+
+    # --- what to show --------------------------------------------------------------------
+    def show(self, path: Path, rel: str, line: Optional[int] = None) -> None:
+        """Open a file: at `line` (highlighted, not following) or at its end, following."""
+        self.path, self.rel, self.line, self.new_lines = path, rel, line, 0
+        self.view.follow = line is None
+        self.view.open(str(path), label=rel, line=line)
+        if line is None:
+            self.call_after_refresh(self._to_end, 3)
+        self._header()
+
+    def _to_end(self, tries: int) -> None:
+        """Following: make sure the view starts at its end once its size is laid out.
+
+        Works around LogView sometimes leaving a freshly opened file at the top."""
+        view = self.view
+        if view.follow and not self.new_lines and view.scroll_y < view.max_scroll_y:
+            end = getattr(view, "action_bottom", None)
+            end() if end else view.scroll_end(animate=False, immediate=True)
+        if tries > 1:
+            self.set_timer(0.1, lambda: self._to_end(tries - 1))
+
+    def files_changed(self, files: dict[str, int]) -> None:
+        if not (self.rel and self.rel in files):
+            return
+        view = self.view
+        behind = view.follow and view.scroll_y < view.max_scroll_y   # following, but scrolled up
+        added = view.refresh_file() or 0
+        if behind and added:
+            self.new_lines += added
+            self._header()
+
+    def _scrolled(self, y: float) -> None:
+        if self.new_lines and y >= self.view.max_scroll_y:
+            self.new_lines = 0          # caught up with the end
+            self._header()
+
+    def _follow_changed(self, follow: bool) -> None:
+        if follow:
+            self.new_lines = 0
+        self._header()
+
+    @on(View.NewLines)
+    def _new_lines(self, event) -> None:
+        """Following but scrolled up: `count` lines not seen yet (0: back at the end)."""
+        event.stop()
+        self.new_lines = max(event.count, self.new_lines) if event.count else 0
+        self._header()
+
+    def _header(self) -> None:
+        t = Text(no_wrap=True, end="")
+        if not self.rel:
+            t.append("select a server or trial to see its log", style="dim")
+        else:
+            t.append_text(plain(self.rel, 60, "bold"))
+            if self.line:
+                t.append(f":{self.line}", style="bold")
+            follow, paused = self.view.follow, bool(self.new_lines)
+            if follow and not paused:
+                t.append("  ● following", style="green")
+            else:
+                t.append("  ‖ paused" if follow else "  ‖ not following (f)", style="yellow")
+            if self.new_lines:
+                t.append(f"  +{self.new_lines} new lines (End to catch up)", style="bold black on yellow")
+            if self.errors_only:
+                t.append("  errors only", style="red")
+        self.query_one("#log-header", Static).update(t)
+
+    # --- keys ----------------------------------------------------------------------------
+    def action_toggle_follow(self) -> None:
+        self.view.follow = not self.view.follow
+
+    def action_follow_on(self) -> None:
+        self.view.follow = True
+
+    def action_errors_only(self) -> None:
+        self.errors_only = not self.errors_only
+        self.view.set_filter(getattr(self.view, "filter_text", ""), errors_only=self.errors_only)
+        self._header()
+
+    def action_find(self) -> None:
+        if hasattr(self.view, "action_find"):     # LogView asks itself
+            self.view.focus()
+            self.view.action_find()
+            return
+        box = self.query_one("#log-find", Input)
+        box.display = True
+        box.focus()
+
+    def action_close_find(self) -> None:
+        box = self.query_one("#log-find", Input)
+        if box.display:
+            box.display = False
+            self.view.focus()
+
+    def action_find_next(self) -> None:
+        self.view.find_next()
+
+    def action_find_prev(self) -> None:
+        self.view.find_prev()
+
+    @on(Input.Submitted, "#log-find")
+    def _find_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        event.input.display = False
+        self.view.focus()
+        if event.value and not self.view.find(event.value):
+            self.notify(f"not found: {event.value}", severity="warning", markup=False)

@@ -1,0 +1,194 @@
+"""The trials table: keyed rows, update_cell for changed cells, add_row for new ones.
+
+A filter or sort change rebuilds the view once (a user action); a poll never does.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from ..core.model import RunState, Trial, TrialKey
+from .fmt import STATUS_LOOK, plain, reward
+
+COLUMNS = (("task", "Task"), ("rollout", "Roll"), ("attempt", "Att"), ("status", "Status"),
+           ("reward", "Reward"), ("tokens", "Tokens in/out"), ("why", "Failure"))
+FILTERS = ("all", "failed", "never_ran", "missing", "pending")
+SORTS = ("key", "status", "reward", "tokens")
+SEVERITY = {"never_ran": 0, "failed": 1, "missing": 2, "pending": 3, "completed": 4}
+
+
+def row_key(key: TrialKey) -> str:
+    return f"{key[0]}:{key[1]}:{'' if key[2] is None else key[2]}"
+
+
+def sort_value(t: Trial, by: str) -> tuple:
+    k = (t.task_index, t.rollout_index, -1 if t.attempt_index is None else t.attempt_index)
+    if by == "status":
+        return (SEVERITY.get(t.status, 9),) + k
+    if by == "reward":
+        return (t.reward is None, -(t.reward or 0.0)) + k
+    if by == "tokens":
+        return (-((t.input_tokens or 0) + (t.output_tokens or 0)),) + k
+    return k
+
+
+LABEL_STATUS = {v[0]: k for k, v in STATUS_LOOK.items()}
+
+
+def row_sort_value(row: tuple, by: str) -> tuple:
+    """sort_value() computed back from a row's cells (DataTable.sort sees cells, not trials)."""
+    task, roll, att, status, rw, toks = (c.plain for c in row[:6])
+    k = (int(task), int(roll), int(att) if att else -1)
+    if by == "status":
+        return (SEVERITY.get(LABEL_STATUS.get(status, ""), 9),) + k
+    if by == "reward":
+        x = _num(rw)
+        return (x is None, -(x or 0.0)) + k
+    if by == "tokens":
+        return (-sum(_num(p) or 0 for p in toks.split("/")),) + k
+    return k
+
+
+def _num(s: str) -> Optional[float]:
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def cells(t: Trial) -> tuple:
+    label, style, row_style = STATUS_LOOK.get(t.status, (t.status, "", ""))
+    rw = reward(t.reward)
+    if t.status == "never_ran":
+        rw = "withheld" + (f" ({t.withheld_reward:g})" if t.withheld_reward is not None else "")
+    toks = "" if t.input_tokens is None and t.output_tokens is None else \
+        f"{t.input_tokens if t.input_tokens is not None else '-'}/{t.output_tokens if t.output_tokens is not None else '-'}"
+    why = t.failure_class + (": " if t.failure_class and t.message else "") + t.message
+    if t.status == "never_ran" and not why:
+        why = "model never called (empty output, zero usage)"
+    att = "" if t.attempt_index is None else str(t.attempt_index)
+    return (Text(str(t.task_index), style=row_style), Text(str(t.rollout_index), style=row_style),
+            Text(att, style=row_style), Text(label, style=style), Text(rw, style=row_style),
+            Text(toks, style=row_style), plain(why, 100, row_style))
+
+
+class TrialsTable(DataTable):
+    BINDINGS = [("v", "cycle_filter", "Filter"), ("s", "cycle_sort", "Sort")]
+
+    def __init__(self, **kw):
+        super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        self.state: Optional[RunState] = None
+        self.view = "all"
+        self.sort_by = "key"
+        self._cells: dict[str, tuple] = {}
+        self._keys: dict[str, TrialKey] = {}
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+        self._title()
+
+    # --- live updates -------------------------------------------------------------------
+    def rebuild(self, state: Optional[RunState]) -> None:
+        """Clear and re-add the rows in view: on a reset or a filter/sort change only."""
+        self.state = state
+        self.clear()
+        self._cells.clear()
+        self._keys.clear()
+        if state is not None:
+            trials = [t for t in state.trials.values() if self._in_view(t)]
+            for t in sorted(trials, key=lambda t: sort_value(t, self.sort_by)):
+                self._add(t)
+        self._title()
+
+    def update(self, state: RunState, changed: set[TrialKey], removed: set[TrialKey]) -> None:
+        self.state = state
+        added = False
+        for key in removed:
+            rk = row_key(key)
+            if rk in self._cells:
+                self._remove(rk)
+        for key in changed:
+            t = state.trials.get(key)
+            rk = row_key(key)
+            if t is None or not self._in_view(t):
+                if rk in self._cells:
+                    self._remove(rk)
+                continue
+            if rk in self._cells:
+                self._patch(rk, cells(t))
+            else:
+                self._add(t)
+                added = True
+        if added:
+            self._sort()
+        self._title()
+
+    def _add(self, t: Trial) -> None:
+        rk = row_key(t.key)
+        c = cells(t)
+        self.add_row(*c, key=rk)
+        self._cells[rk], self._keys[rk] = c, t.key
+
+    def _patch(self, rk: str, new: tuple) -> None:
+        for (col, _), a, b in zip(COLUMNS, self._cells[rk], new):
+            if a != b:
+                self.update_cell(rk, col, b, update_width=True)
+        self._cells[rk] = new
+
+    def _remove(self, rk: str) -> None:
+        self.remove_row(rk)
+        del self._cells[rk], self._keys[rk]
+
+    def _sort(self) -> None:
+        """Re-order rows after adds (only when something was added); the cursor stays on its row."""
+        if self.row_count < 2:
+            return
+        here = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        self.sort(key=lambda row: row_sort_value(row, self.sort_by))
+        if here in self._cells:
+            self.move_cursor(row=self.get_row_index(here), scroll=False)
+
+    def _in_view(self, t: Trial) -> bool:
+        return self.view == "all" or t.status == self.view
+
+    def _title(self) -> None:
+        n = len(self.state.trials) if self.state else 0
+        shown = "" if self.view == "all" else f" · showing {self.view.replace('_', '-')} ({self.row_count})"
+        self.border_title = f"Trials {n}{shown} · sort: {self.sort_by}"
+
+    # --- user actions -------------------------------------------------------------------
+    def set_view(self, view: str) -> None:
+        self.view = view
+        self.rebuild(self.state)
+
+    def set_sort(self, by: str) -> None:
+        self.sort_by = by
+        self.rebuild(self.state)
+
+    def action_cycle_filter(self) -> None:
+        self.set_view(FILTERS[(FILTERS.index(self.view) + 1) % len(FILTERS)])
+
+    def action_cycle_sort(self) -> None:
+        self.set_sort(SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)])
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        by = {"status": "status", "reward": "reward", "tokens": "tokens"}.get(str(event.column_key.value), "key")
+        event.stop()
+        self.set_sort(by)
+
+    def trial_at_cursor(self) -> Optional[Trial]:
+        if not self.row_count or self.state is None:
+            return None
+        rk = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        return self.state.trials.get(self._keys.get(rk))
+
+    def select(self, key: TrialKey) -> bool:
+        rk = row_key(key)
+        if rk not in self._cells:
+            return False
+        self.move_cursor(row=self.get_row_index(rk))
+        return True

@@ -1,0 +1,227 @@
+"""Pilot tests of the live screen, driven by an injected change source (no watcher, no sleeps)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from gymwatch.tui.app import GymwatchApp
+from gymwatch.tui.live import LiveRun
+from gymwatch.tui.summary import Summary
+from gymwatch.tui.testing import CASES, FakeClock, fixture_app, make_app, view_settled, wait_for
+
+SIZE = (120, 40)
+
+
+def cell(table: DataTable, row: str, col: str) -> Text:
+    return table.get_cell(row, col)
+
+
+def summary_plain(app: GymwatchApp) -> str:
+    return str(app.query_one(Summary).render())
+
+
+async def test_finished_run_shows_verdict_servers_and_trials():
+    app = fixture_app("some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.trials.row_count == 10)
+        text = summary_plain(app)
+        assert "SOME TRIALS NEVER RAN" in text and "3/3 ready" in text and "trials 10/10" in text
+        assert "mean reward 0.833" in text
+        assert app.board.row_count == 3
+        status = cell(app.trials, "1:0:", "status")
+        assert status.plain == "◆ NEVER RAN" and "on dark_magenta" in str(status.style)
+        assert cell(app.trials, "1:0:", "reward").plain.startswith("withheld")
+
+
+async def test_filter_and_sort_keys():
+    app = fixture_app("some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        app.trials.focus()
+        await pilot.press("v")                      # all -> failed
+        assert app.trials.view == "failed" and app.trials.row_count == 0
+        await pilot.press("v")                      # -> never_ran
+        assert app.trials.view == "never_ran" and app.trials.row_count == 4
+        await pilot.press("v", "v", "v")            # missing, pending, back to all
+        assert app.trials.view == "all" and app.trials.row_count == 10
+        await pilot.press("s")                      # sort by status: never-ran rows first
+        assert app.trials.sort_by == "status"
+        first = app.trials.get_row_at(0)
+        assert first[3].plain == "◆ NEVER RAN"
+
+
+async def test_next_failure_opens_the_evidence_row():
+    app = fixture_app("some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        await pilot.press("right_square_bracket")
+        t = app.trials.trial_at_cursor()
+        assert t is not None and t.key == (1, 0, None) and t.status == "never_ran"
+        assert app.pane.rel == "rollouts.jsonl" and app.pane.line == t.evidence.line
+        assert await wait_for(pilot, lambda: view_settled(app))
+        await pilot.press("right_square_bracket")
+        assert app.trials.trial_at_cursor().key == (1, 1, None)
+        await pilot.press("left_square_bracket", "left_square_bracket")   # wraps to the last
+        assert app.trials.trial_at_cursor().key == (4, 1, None)
+
+
+async def test_enter_on_failed_server_shows_the_evidence_line():
+    app = fixture_app("startup_failed")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        assert "STARTUP FAILED" in summary_plain(app)
+        app.board.focus()
+        app.board.select("policy_model")
+        await pilot.press("enter")
+        assert app.pane.rel == "logs/policy_model.log" and app.pane.line == 9
+        assert await wait_for(pilot, lambda: view_settled(app))
+        view = app.pane.view
+        assert await wait_for(pilot, lambda: view.current() is not None and view.current()[1] == 9)
+        assert "Errno 98" in why(app, "policy_model")
+
+
+def why(app: GymwatchApp, server: str) -> str:
+    return cell(app.board, server, "why").plain
+
+
+async def test_startup_failed_opens_the_failure_at_once():
+    app = fixture_app("startup_failed")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.pane.rel == "logs/policy_model.log")
+        assert app.board.server_at_cursor() == "policy_model"
+
+
+async def test_updates_are_incremental(tmp_path: Path, monkeypatch):
+    run = copy_case("mixed_ok", tmp_path)
+    rows = (run / "rollouts.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "rollouts.jsonl").write_bytes(b"".join(rows[:4]))
+    (run / "rollouts_aggregate_metrics.json").unlink()
+    clock = FakeClock()
+    app = make_app(LiveRun(str(run), clock=clock, check_processes=False), clock)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.trials.row_count == 10)
+        calls = {"clear": 0, "add_row": 0, "update_cell": 0}
+        for name in calls:
+            orig = getattr(app.trials, name)
+
+            def spy(*a, _orig=orig, _name=name, **kw):
+                calls[_name] += 1
+                return _orig(*a, **kw)
+            monkeypatch.setattr(app.trials, name, spy)
+        with open(run / "rollouts.jsonl", "ab") as fh:
+            fh.write(b"".join(rows[4:6]))
+        app.hints.put_nowait("rollouts.jsonl")
+        assert await wait_for(pilot, lambda: count(app, "completed") == 6)
+        assert calls["clear"] == 0 and calls["add_row"] == 0
+        assert 0 < calls["update_cell"] <= 2 * 4     # status, reward, tokens(, why) of two rows
+
+
+def count(app: GymwatchApp, status: str) -> int:
+    return sum(1 for t in app.live.state.trials.values() if t.status == status)
+
+
+def copy_case(case: str, tmp_path: Path) -> Path:
+    dst = tmp_path / case
+    shutil.copytree(CASES / case, dst, ignore=shutil.ignore_patterns("timeline.jsonl", "truth.json"))
+    return dst
+
+
+async def test_waits_for_an_empty_dir_to_become_a_run(tmp_path: Path):
+    run = tmp_path / "later"
+    run.mkdir()
+    clock = FakeClock()
+    app = make_app(LiveRun(str(run), clock=clock, check_processes=False), clock)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: "WAITING" in summary_plain(app))
+        src = CASES / "mixed_ok"
+        shutil.copy(src / "gym_env_start.stdout.log", run / "gym_env_start.stdout.log")
+        app.hints.put_nowait("new file")
+        assert await wait_for(pilot, lambda: app.board.row_count == 3)
+        assert "WAITING" not in summary_plain(app)
+
+
+async def test_help_and_palette(tmp_path: Path):
+    app = fixture_app("some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "HelpScreen")
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ != "HelpScreen")
+        await pilot.press("ctrl+p")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette")
+        await pilot.press(*"show never")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: app.trials.view == "never_ran")
+        assert app.trials.row_count == 4
+
+
+async def test_quit_key_exits():
+    app = fixture_app("mixed_ok")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        await pilot.press("q")
+        assert await wait_for(pilot, lambda: not app.is_running)
+    assert app.return_code in (0, None)
+
+
+async def test_untrusted_text_renders_literally(tmp_path: Path):
+    run = copy_case("startup_failed", tmp_path)
+    evil = "(policy_model) ERROR: [b]bold[/] [@click=app.quit]click[/] \x1b[31mred\x1b[0m \x1b]0;title\x07end\n"
+    with open(run / "logs" / "policy_model.log", "a", encoding="utf-8") as fh:
+        fh.write(evil)
+    clock = FakeClock()
+    app = make_app(LiveRun(str(run), clock=clock, check_processes=False), clock)
+    async with app.run_test(size=(220, 40)) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        last = cell(app.board, "policy_model", "last").plain
+        assert "[b]bold[/] [@click=app.quit]click[/] red end" in last
+        assert "\x1b" not in last
+        app.open_server_log("policy_model")
+        app.pane.show(app.live.root / "logs/policy_model.log", "logs/policy_model.log", 12)
+        assert await wait_for(pilot, lambda: view_settled(app))
+        screen_text = "\n".join(strip_text(app.pane.view.render_line(y))
+                                for y in range(app.pane.view.size.height))
+        assert "[@click=app.quit]click[/]" in screen_text and "[b]bold[/]" in screen_text
+        assert "\x1b" not in screen_text and "title" not in screen_text
+        await pilot.click("#log-view")
+        assert app.is_running
+
+
+def strip_text(strip) -> str:
+    return "".join(seg.text for seg in strip)
+
+
+async def test_log_follow_pauses_and_counts_new_lines(tmp_path: Path):
+    run = copy_case("mixed_ok", tmp_path)
+    log = run / "logs" / "mcqa.log"
+    with open(log, "a") as fh:
+        fh.writelines(f"(mcqa) filler {i}\n" for i in range(200))
+    clock = FakeClock()
+    app = make_app(LiveRun(str(run), clock=clock, check_processes=False), clock)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        app.pane.show(log, "logs/mcqa.log")
+        view = app.pane.view
+        ok = await wait_for(pilot, lambda: view_settled(app) and view.scroll_y >= view.max_scroll_y > 0)
+        assert ok, (view.scroll_y, view.max_scroll_y, view.follow, view.row_count, view.virtual_size, view.size)
+        view.focus()
+        await pilot.press("pageup", "pageup")
+        assert await wait_for(pilot, lambda: view.scroll_y < view.max_scroll_y)
+        with open(log, "a") as fh:
+            fh.writelines(f"(mcqa) more {i}\n" for i in range(5))
+        app.hints.put_nowait("logs/mcqa.log")
+        assert await wait_for(pilot, lambda: app.pane.new_lines == 5)
+        header = str(app.pane.query_one("#log-header").render())
+        assert "+5 new lines" in header and "paused" in header
+        await pilot.press("G")
+        assert await wait_for(pilot, lambda: app.pane.new_lines == 0)
