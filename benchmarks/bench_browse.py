@@ -1,0 +1,63 @@
+"""`gymwatch browse` over many runs: cold (no cache) and warm (cached summaries).
+
+The runs are copies of the recorded fixture cases (tests/fixtures/gym-0.4.0-cases), laid out
+as an experiments tree with some noise a real tree has (a venv, __pycache__, a symlink loop).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from gymwatch.browse.cache import SummaryCache
+from gymwatch.browse.runs import list_runs
+
+CASES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gym-0.4.0-cases"
+COLD_TARGET, WARM_TARGET = 2.0, 0.5
+
+
+def make_tree(root: Path, n: int) -> Path:
+    """`n` runs under root/exp_<k>/run_<i>, plus directories the walk must skip."""
+    cases = sorted(p for p in CASES.iterdir() if p.is_dir())
+    for i in range(n):
+        dst = root / f"exp_{i // 50:03d}" / f"run_{i:04d}"
+        shutil.copytree(cases[i % len(cases)], dst, ignore=shutil.ignore_patterns("timeline.jsonl"))
+    venv = root / ".venv" / "lib"
+    venv.mkdir(parents=True)
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    (root / "exp_000" / "__pycache__").mkdir()
+    os.symlink(root, root / "exp_000" / "loop")
+    return root
+
+
+def timed(fn) -> tuple[float, object]:
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def run(small: bool) -> list[dict]:
+    n = 60 if small else 1000
+    with tempfile.TemporaryDirectory(prefix="gymwatch-bench-browse-") as tmp:
+        root = make_tree(Path(tmp) / "runs", n)
+        cache_file = Path(tmp) / "cache" / "browse.json"
+        cold, runs = timed(lambda: list_runs([root], SummaryCache(cache_file)))
+        assert len(runs) == n, (len(runs), n)
+        warm, runs = timed(lambda: list_runs([root], SummaryCache(cache_file)))
+        assert len(runs) == n
+        scale = n / 1000   # targets are for 1,000 runs
+    return [
+        {"name": f"browse: {n} runs listed cold (no cache)", "value": round(cold, 3),
+         "baseline": None, "ratio": None, "target": round(COLD_TARGET * scale, 3)},
+        {"name": f"browse: {n} runs listed warm (cached summaries)", "value": round(warm, 3),
+         "baseline": round(cold, 3), "ratio": round(warm / cold, 3) if cold else None,
+         "target": round(WARM_TARGET * scale, 3)},
+    ]
+
+
+if __name__ == "__main__":
+    for row in run(small=True):
+        print(row)

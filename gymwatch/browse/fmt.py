@@ -1,0 +1,77 @@
+"""Columns of the runs list, shared by the text output and the TUI table (no Textual here)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Optional
+
+from ..core.sanitize import clean
+
+# (key, header): the list's columns, left to right.
+COLUMNS = (
+    ("started", "started"), ("name", "environment / agent"), ("servers", "servers"),
+    ("completed", "ok"), ("failed", "failed"), ("never_ran", "never ran"), ("missing", "missing"),
+    ("reward", "reward"), ("verdict", "verdict"), ("duration", "duration"), ("path", "path"),
+)
+VERDICT_ORDER = ("startup_failed", "no_agent_ran", "collection_aborted", "incomplete", "some_never_ran",
+                 "error", "starting", "collecting", "ok")
+
+
+def started(ts: Optional[float]) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+def duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def name(run: dict[str, Any]) -> str:
+    parts = [clean(str(run[k])) for k in ("environment", "agent") if run.get(k)]
+    return " / ".join(parts) or "-"
+
+
+def rel(path: str, roots: list[str]) -> str:
+    for root in roots:
+        r = os.path.abspath(root)
+        if path == r:
+            return "."
+        if path.startswith(r.rstrip(os.sep) + os.sep):
+            return os.path.relpath(path, r)
+    return path
+
+
+def cells(run: dict[str, Any], roots: list[str]) -> dict[str, str]:
+    t = run.get("trials") or {}
+    failed = run.get("servers_failed")
+    servers = str(run.get("servers", "-")) + (f" ({failed} failed)" if failed else "")
+    reward = run.get("mean_reward")
+    return {
+        "started": started(run.get("started")), "name": name(run), "servers": servers,
+        "completed": str(t.get("completed", 0)), "failed": str(t.get("failed", 0)),
+        "never_ran": str(t.get("never_ran", 0)), "missing": str(t.get("missing", 0)),
+        "reward": "-" if reward is None else f"{reward:.3f}",
+        "verdict": run.get("verdict", "?") + ("~" if run.get("sampled") else ""),
+        "duration": duration(run.get("duration")), "path": clean(rel(run["path"], roots)),
+    }
+
+
+def sort_key(run: dict[str, Any]) -> tuple:
+    """Newest first; runs without a time last; then by path."""
+    return (-(run.get("started") or 0), run["path"])
+
+
+def text_table(runs: list[dict[str, Any]], roots: list[str]) -> str:
+    rows = [[h for _, h in COLUMNS]] + [[c[k] for k, _ in COLUMNS] for c in (cells(r, roots) for r in runs)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
+    lines.append(f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+                 + ("  (~ = a log too big to read whole was sampled)" if any(r.get("sampled") for r in runs) else ""))
+    return "\n".join(lines) + "\n"

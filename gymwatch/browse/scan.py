@@ -1,0 +1,118 @@
+"""Find runs under roots: a directory walk that only lists directories, never reads files.
+
+A directory is a run candidate when its own listing looks like one of the kinds
+`discover()` knows (a manifest; an evaluator bundle; Gym's captured `gym_*` output; a
+`<stem>.jsonl` with Gym sidecars; a `logs/` dir beside Hydra dirs); `discover()` then has
+the last word. The walk does not descend into a run, nor into venvs, caches, VCS dirs,
+hidden dirs, or a directory it has already seen (symlink loops).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ..core.layout import (
+    BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, NotARun, RunLayout,
+    discover,
+)
+
+SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "_stub", "_driver"}
+_STREAM_RE = re.compile(r"^gym_(env|eval|validate)[\w.-]*\.(log|txt)$")
+_SIDECARS = (SIDE_MATERIALIZED + ".jsonl", SIDE_FAILURES + ".jsonl", SIDE_AGGREGATE + ".json")
+SIG_SUBDIRS = ("logs", "gym_run")       # their files are part of a run's cache signature
+
+
+@dataclass(slots=True)
+class Found:
+    path: Path
+    files: dict[str, os.DirEntry]       # the run dir's own entries, by name
+
+
+def looks_like_run(files: dict[str, os.DirEntry], dirs: set[str]) -> bool:
+    names = files.keys()
+    if MANIFEST_NAME in names:
+        return True
+    if "gym_run" in dirs and any(m in names for m in BUNDLE_MARKERS):
+        return True
+    if any(_STREAM_RE.match(n) for n in names):
+        return True
+    for n in names:
+        if n.endswith(".jsonl") and any(n[:-6] + s in names for s in _SIDECARS):
+            return True
+    return "logs" in dirs and bool(dirs & {"hydra", ".hydra"})
+
+
+def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
+    """Run candidates under `roots`, depth first, each directory visited once."""
+    seen: set[tuple[int, int]] = set()
+    stack = [Path(r).expanduser().absolute() for r in reversed(list(roots))]
+    while stack:
+        d = stack.pop()
+        try:
+            st = d.stat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        files, dirs = _list(d)
+        if looks_like_run(files, set(dirs)):
+            yield Found(d, files)
+            continue
+        if "pyvenv.cfg" in files:
+            continue
+        stack.extend(Path(dirs[n]) for n in sorted(dirs, reverse=True) if _descend(n))
+
+
+def _list(d: Path) -> tuple[dict[str, os.DirEntry], dict[str, str]]:
+    files: dict[str, os.DirEntry] = {}
+    dirs: dict[str, str] = {}
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                try:
+                    if e.is_dir():
+                        dirs[e.name] = e.path
+                    elif e.is_file():
+                        files[e.name] = e
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return files, dirs
+
+
+def _descend(name: str) -> bool:
+    return not name.startswith(".") and name not in SKIP_DIRS
+
+
+def find_runs(roots: Iterable[str | os.PathLike]) -> Iterator[tuple[Found, RunLayout]]:
+    """Every run under `roots` that `discover()` recognises."""
+    for found in walk(roots):
+        try:
+            yield found, discover(found.path)
+        except NotARun:
+            continue
+
+
+def signature(found: Found) -> list:
+    """(name, size, mtime) of the run dir's files and of its logs/ and gym_run/ dirs: what a
+    summary reads. Cheap: the walk's DirEntry objects cache most of the stat calls."""
+    sig = [_entry_sig("", e) for e in found.files.values()]
+    for sub in SIG_SUBDIRS:
+        files, _ = _list(found.path / sub)
+        sig.extend(_entry_sig(sub + "/", e) for e in files.values())
+    sig.sort()
+    return sig
+
+
+def _entry_sig(prefix: str, e: os.DirEntry) -> list:
+    try:
+        st = e.stat()
+        return [prefix + e.name, st.st_size, st.st_mtime_ns]
+    except OSError:
+        return [prefix + e.name, None, None]
