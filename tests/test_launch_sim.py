@@ -137,3 +137,17 @@ def test_missing_gym_is_one_line(tmp_path):
 def test_stop_on_a_non_run_is_one_line(tmp_path):
     res = gymwatch("stop", str(tmp_path))
     assert res.returncode == 3 and "manifest" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_closing_the_screen_can_stop_or_leave_the_run(tmp_path, run_dirs, capsys):
+    from gymwatch.launch.runner import ask_on_quit, is_live, launch
+    from gymwatch.sim.plan import demo_plan
+
+    plan = demo_plan(tmp_path / "run", speed=1.0)
+    run_dirs.append(plan.run_dir)
+    launch(plan)
+    ask_on_quit(plan.run_dir, "leave")
+    assert is_live(plan.run_dir)
+    assert f"gymwatch attach {plan.run_dir}" in capsys.readouterr().out
+    ask_on_quit(plan.run_dir, "stop")
+    assert not is_live(plan.run_dir)

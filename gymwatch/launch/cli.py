@@ -102,7 +102,12 @@ def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) 
         if rc is not None:
             ask_on_quit(run_dir, getattr(args, "on_quit", "ask"))
             return rc
-    why = wait_headless(run_dir, getattr(args, "startup_timeout", None))
+    try:
+        why = wait_headless(run_dir, getattr(args, "startup_timeout", None))
+    except KeyboardInterrupt:
+        print(f"\ngymwatch: stopped watching; the run goes on. Stop: gymwatch stop {run_dir}   "
+              f"Watch: gymwatch attach {run_dir}", file=err)
+        return 130
     if why == "timeout" and getattr(args, "kill_on_timeout", False):
         stop_run(run_dir, say=lambda s: print(s, file=err))
     text, code = report(run_dir, args.format)

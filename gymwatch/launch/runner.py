@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import psutil
+
 from ..core.layout import MANIFEST_NAME
 from ..core.procs import pid_alive
 from . import manifest as mf
@@ -61,6 +63,13 @@ def launch(plan: Plan, startup_timeout: Optional[float] = None, kill_on_timeout:
                                start_new_session=True)
     drv.stdin.write(json.dumps(driver_plan).encode())
     drv.stdin.close()
+    try:
+        ctime = psutil.Process(drv.pid).create_time()
+    except psutil.Error:
+        ctime = None
+    with mf.editing(plan.run_dir) as fresh:
+        fresh["driver"] = {"pid": drv.pid, "create_time": ctime}
+        data = fresh
     return data
 
 
@@ -76,7 +85,7 @@ def _ended(e: dict) -> bool:
     """A started process that is gone (status file or pid check)."""
     if not isinstance(e.get("pid"), int):
         return False
-    if "returncode" in read_status(e.get("status_file") or ""):
+    if e.get("status_file") and "returncode" in read_status(e["status_file"]):
         return True
     return not pid_alive(e["pid"], e.get("create_time"))
 
@@ -106,9 +115,10 @@ def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, pol
             return "ready"
         if _ended(parent) and state.parent.all_ready is None:
             return "startup_ended"
-        if mode == "env+eval" and _ended(parent) and not isinstance(collector.get("pid"), int):
-            time.sleep(1.0)   # the driver may be about to start eval; re-check once
+        if mode == "env+eval" and not isinstance(collector.get("pid"), int) and _ended(data.get("driver") or {}):
+            time.sleep(0.5)   # the driver may have just started eval: re-check once
             if not isinstance(_entry(mf.load(run_dir), ("eval",)).get("pid"), int):
+                say(f"gymwatch: gym eval run was not started; see {run_dir / LAUNCH_LOG}")
                 return "startup_ended"
         if startup_timeout and state.parent.all_ready is None and time.monotonic() - started > startup_timeout:
             say(timeout_summary(state, time.monotonic() - started))
