@@ -76,7 +76,7 @@ def _file_steps(rel: str, data: bytes, total: float) -> list[Step]:
         return [Step(total, rel, len(data))]
     if name.endswith("_materialized_inputs.jsonl"):
         return [Step(0.40 * total, rel, len(data))]
-    if name.endswith(".jsonl"):
+    if name.endswith(".jsonl") and "input" not in name:
         return _rows(rel, data, 0.45 * total, 0.95 * total, halves=True)
     if name.endswith((".log", ".txt")):
         start = 0.40 * total if "eval" in name else 0.0

@@ -62,6 +62,8 @@ class GymwatchApp(App):
         self.tick = tick
         self._watched: list[Path] = []
         self._fail_idx = -1
+        self.head_error = ""
+        self.polls = 0                # refresh_run calls (tests wait on it)
         self._started = False
         self._follow_board = False    # board highlights open logs (once the first log is chosen)
         if not animations:
@@ -101,6 +103,7 @@ class GymwatchApp(App):
         """Poll the session (cheap: a stat and a read per file) and update what changed."""
         if not self.is_running or self._exit:
             return
+        self.polls += 1
         self.apply(self.live.poll())
         if self.live.watch_paths() != self._watched:
             self._start_watch()
@@ -128,9 +131,9 @@ class GymwatchApp(App):
         live = v is not None and v.name in ("starting", "collecting")
         elapsed = self.clock() - self.live.started() if live else None
         rate, eta = self.live.rate_eta() if v is not None and v.name == "collecting" else (None, None)
-        mode = "replay" if self.live.replay else ""
-        line1 = summary_text(self.live.root.name, st, v, elapsed, self.live.done_total(), rate, eta, mode)
-        self.summary.show(line1, reason_text(st, v, self.live.waiting))
+        mode = " · ".join(x for x in ("replay" if self.live.replay else "", self.head_error) if x)
+        line1 = summary_text(self.live.root.name, st, v, elapsed, self.live.done_total(), rate, eta)
+        self.summary.show(line1, reason_text(st, v, self.live.waiting, mode))
 
     def _first_log(self) -> None:
         if not self.is_running:
@@ -155,8 +158,11 @@ class GymwatchApp(App):
                         exclusive=True, exit_on_error=False)
 
     async def _watch(self, paths: list[Path]) -> None:
-        async for _hint in self.change_source(paths):
-            self.refresh_run()
+        first = True
+        async for hint in self.change_source(paths):
+            if hint or first:       # an empty batch is a timeout wake-up: the tick covers it
+                first = False       # (the first one is the catch-up read once the watcher is armed)
+                self.refresh_run()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         w = event.worker
@@ -167,10 +173,16 @@ class GymwatchApp(App):
                 self.change_source = watchfiles_source(force_polling=True)
                 self._start_watch()
         elif w.name == "head" and event.state == WorkerState.SUCCESS:
-            self.board.probes = w.result or {}
-            if "" in self.board.probes:
-                self.sub_title = f"{self.live.root}  ({self.board.probes['']})"
-            self.refresh_run()
+            self._head_result(w.result)
+
+    def _head_result(self, probe: headprobe.Probe) -> None:
+        self.board.probes = probe.detail
+        self.head_error = probe.error
+        session = self.live.session
+        if session is not None and not probe.error:
+            self.apply(session.apply_probe(probe.instances, probe.answers))
+        else:
+            self._summary()
 
     def _start_head(self) -> None:
         if not headprobe.is_loopback(self.head):

@@ -12,6 +12,7 @@ from .fmt import STATE_LOOK, body, duration, plain
 
 COLUMNS = (("server", "Server"), ("state", "State"), ("why", "Phase / why not ready"),
            ("in", "In state"), ("ttr", "To ready"), ("err", "Err"), ("last", "Last line"))
+WHY_WIDTH = 48
 SLOW_FACTOR, SLOW_MIN = 3.0, 60.0   # waiting > 3x the slowest ready sibling, and > 1 min
 
 
@@ -58,9 +59,13 @@ class ReadinessBoard(DataTable):
         if slow:
             st.append(" ⚠ slow", style="bold black on yellow")
         in_state = now - s.state_since if now is not None and s.state_since is not None else None
+        waited = now - s.first_seen if now is not None and s.first_seen is not None else in_state
         ttr = s.ready_at - s.first_seen if s.ready_at is not None and s.first_seen is not None else None
         err = Text(str(s.error_count), style="bold red" if s.error_count else "dim")
-        return (Text(s.name, style="bold"), st, why_text(state, s, slow, in_state),
+        why = why_text(state, s, slow, waited)
+        if s.name in self.probes:
+            why = Text.assemble(plain(self.probes[s.name], 30, "cyan"), " ", why)
+        return (Text(s.name, style="bold"), st, why,
                 Text(duration(in_state)), Text("—" if ttr == 0 else duration(ttr)), err, plain(body(s.last_line), 90))
 
     def server_at_cursor(self) -> Optional[str]:
@@ -83,27 +88,34 @@ def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) 
     if s.state == FAILED:
         why = "died silently after installing (Gym pipefail bug, see GYM_REFERENCE §3)" \
             if s.silent_death else (s.failure_reason or "failed")
-        return plain(why, 56, "red")
+        return plain(why, WHY_WIDTH, "red")
     if s.became_ready or s.state in (READY, EXITED):
-        return plain(s.phase or s.state, 56)
-    pend = state.parent.pending or []
-    why = s.phase or ("no output yet" if not s.last_line else "starting")
-    if s.name in pend:
-        why += "; Gym still waiting for it"
+        return plain(s.phase or s.state, WHY_WIDTH)
+    if s.phase:
+        why = s.phase
+    elif s.last_line:
+        why = "starting"
+    else:
+        why = "no output yet" + ("; Gym waiting for it" if s.name in (state.parent.pending or []) else "")
     if slow:
-        why += f"; waiting {duration(in_state)} while its siblings are ready"
-    return plain(why, 56, "yellow" if slow else "")
+        took = max(_ttrs(state), default=0.0)
+        return plain(f"{duration(in_state)}; siblings took ≤{duration(took) or '0s'}; {why}", WHY_WIDTH, "yellow")
+    return plain(why, WHY_WIDTH)
 
 
 def slow_servers(state: RunState, now: Optional[float]) -> set[str]:
     """Servers not ready for far longer than the slowest sibling that became ready."""
     if now is None:
         return set()
-    ttrs = [s.ready_at - s.first_seen for s in state.servers.values()
-            if s.ready_at is not None and s.first_seen is not None]
+    ttrs = _ttrs(state)
     if not ttrs:
         return set()
     limit = max(SLOW_MIN, SLOW_FACTOR * max(ttrs))
     return {s.name for s in state.servers.values()
             if not s.became_ready and s.state != FAILED and s.first_seen is not None
             and now - s.first_seen > limit}
+
+
+def _ttrs(state: RunState) -> list[float]:
+    return [s.ready_at - s.first_seen for s in state.servers.values()
+            if s.ready_at is not None and s.first_seen is not None]

@@ -53,6 +53,8 @@ def body(line: str) -> str:
 def duration(seconds: Optional[float]) -> str:
     if seconds is None:
         return ""
+    if 0 < seconds < 1:
+        return "<1s"
     s = max(0, int(seconds))
     if s < 60:
         return f"{s}s"

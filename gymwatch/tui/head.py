@@ -12,6 +12,7 @@ import json
 import socket
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 TIMEOUT = 1.5
@@ -51,25 +52,36 @@ def server_instances(head: str) -> list[dict]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
-def probe(head: str) -> dict[str, str]:
-    """server name -> "HTTP 200" / "refused" / "timeout" / "not loopback" (or {"": error})."""
+@dataclass
+class Probe:
+    instances: list[dict] = field(default_factory=list)
+    answers: dict[str, bool] = field(default_factory=dict)   # server -> answered GET / at all
+    detail: dict[str, str] = field(default_factory=dict)     # server -> "HTTP 200" / "refused" / ...
+    error: str = ""
+
+
+def probe(head: str) -> Probe:
+    """Ask the head server for its servers, then `GET /` each (loopback only)."""
+    out = Probe()
     try:
-        items = server_instances(head)
+        out.instances = server_instances(head)
     except (HeadError, OSError, ValueError) as exc:
-        return {"": f"head server: {_why(exc)}"}
-    out = {}
-    for item in items:
-        name = str(item.get("name") or item.get("process_name") or "?")
+        out.error = f"head server: {_why(exc)}"
+        return out
+    for item in out.instances:
+        name = str(item.get("process_name") or item.get("name") or "?")
         url = item.get("url") or (f"http://{item.get('host')}:{item.get('port')}" if item.get("port") else "")
         if not url:
-            out[name] = "no url"
+            out.detail[name] = "no url"
         elif not is_loopback(url):
-            out[name] = "not loopback"
+            out.detail[name] = "not loopback: not probed"
         else:
             try:
-                out[name] = f"HTTP {_get(url.rstrip('/') + '/')[0]}"
+                out.detail[name] = f"GET / → HTTP {_get(url.rstrip('/') + '/')[0]}"
+                out.answers[name] = True
             except (HeadError, OSError) as exc:
-                out[name] = _why(exc)
+                out.detail[name] = f"GET / → {_why(exc)}"
+                out.answers[name] = False
     return out
 
 

@@ -15,8 +15,7 @@ COUNT_ORDER = ("completed", "failed", "never_ran", "missing", "pending")
 
 
 def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], elapsed: Optional[float],
-                 done_total: tuple[int, int], rate: Optional[float], eta: Optional[float],
-                 mode: str = "") -> Text:
+                 done_total: tuple[int, int], rate: Optional[float], eta: Optional[float]) -> Text:
     t = Text(no_wrap=True, end="")
     if state is None or v is None:
         t.append(" ◌ WAITING ", style="bold black on grey62")
@@ -49,15 +48,16 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
     mr = mean_reward(state)
     if mr is not None:
         t.append(f"  mean reward {mr:.3f}")
-    if mode:
-        t.append(f"  [{mode}]", style="dim")
     return t
 
 
-def reason_text(state: Optional[RunState], v: Optional[Verdict], waiting: str) -> Text:
-    if v is None:
-        return plain(waiting, 300, "dim")
+def reason_text(state: Optional[RunState], v: Optional[Verdict], waiting: str, mode: str = "") -> Text:
     t = Text(no_wrap=True, end="")
+    if mode:
+        t.append(f"[{mode}] ", style="dim")
+    if v is None:
+        t.append_text(plain(waiting, 300, "dim"))
+        return t
     if v.evidence is not None:
         t.append("see ", style="dim")
         t.append_text(plain(v.evidence.where(), 60, "underline"))
@@ -68,4 +68,6 @@ def reason_text(state: Optional[RunState], v: Optional[Verdict], waiting: str) -
 
 class Summary(Static):
     def show(self, line1: Text, line2: Text) -> None:
-        self.update(Text("\n").join([line1, line2]))
+        text = Text("\n").join([line1, line2])
+        text.no_wrap, text.overflow = True, "ellipsis"
+        self.update(text)

@@ -69,6 +69,8 @@ def cells(t: Trial) -> tuple:
     why = t.failure_class + (": " if t.failure_class and t.message else "") + t.message
     if t.status == "never_ran" and not why:
         why = "model never called (empty output, zero usage)"
+    if t.status == "missing" and not why:
+        why = "no row: the collector ended without it"
     att = "" if t.attempt_index is None else str(t.attempt_index)
     return (Text(str(t.task_index), style=row_style), Text(str(t.rollout_index), style=row_style),
             Text(att, style=row_style), Text(label, style=style), Text(rw, style=row_style),

@@ -1,0 +1,73 @@
+"""Replay-driven live tests: a recorded run re-written over time while the screen watches."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gymwatch.core import session as core_session
+from gymwatch.tui.testing import FakeClock, EPOCH, make_app, staged_live, view_settled, wait_for
+
+SIZE = (120, 40)
+
+
+@pytest.fixture(autouse=True)
+def shape_check_every_poll(monkeypatch):
+    """The core re-discovers a growing run's files at most once a second of real time;
+    these tests replay faster than that, so let every poll look."""
+    monkeypatch.setattr(core_session, "SHAPE_CHECK_EVERY", 0.0, raising=False)
+
+
+def ready_counts(app) -> tuple[int, int]:
+    m = re.search(r"(\d+)/(\d+) ready", str(app.board.border_title))
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+async def test_replay_fills_the_screen(tmp_path: Path):
+    clock = FakeClock()
+    live, rp = staged_live("some_never_ran", tmp_path / "some_never_ran", [1.0], clock)
+    app = make_app(live, clock)
+    boards, trial_rows = [], []
+    async with app.run_test(size=SIZE) as pilot:
+        t = 1.0
+        while not rp.done:
+            t += 1.0
+            rp.step_to(t)
+            clock.t = EPOCH + t
+            before = app.polls
+            app.hints.put_nowait(t)
+            assert await wait_for(pilot, lambda: app.polls > before)
+            boards.append(ready_counts(app))
+            trial_rows.append(app.trials.row_count)
+        assert boards[0][0] == 0 and boards[-1] == (3, 3)
+        assert any(0 < r < 10 for r in trial_rows) or trial_rows.count(10) < len(trial_rows)
+        assert trial_rows[-1] == 10
+        never = [rk for rk in ("1:0:", "1:1:", "4:0:", "4:1:")
+                 if app.trials.get_cell(rk, "status").plain == "◆ NEVER RAN"]
+        assert len(never) == 4
+        assert "on dark_magenta" in str(app.trials.get_cell("4:1:", "status").style)
+        app.trials.focus()
+        app.trials.select((4, 0, None))
+        await pilot.press("enter")
+        trial = app.live.state.trials[(4, 0, None)]
+        assert app.pane.rel == "rollouts.jsonl" and app.pane.line == trial.evidence.line
+        assert await wait_for(pilot, lambda: view_settled(app))
+        view = app.pane.view
+        assert await wait_for(pilot, lambda: view.current() is not None
+                              and view.current()[1] == trial.evidence.line)
+
+
+async def test_startup_failure_appears_live(tmp_path: Path):
+    clock = FakeClock()
+    live, rp = staged_live("startup_failed", tmp_path / "startup_failed", [1.0], clock)
+    app = make_app(live, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rp.step_to(rp.end)
+        clock.t = EPOCH + rp.end
+        app.hints.put_nowait("all")
+        assert await wait_for(pilot, lambda: app.board.row_count == 3
+                              and "failed" in app.board.get_cell("policy_model", "state").plain)
+        await pilot.press("right_square_bracket")
+        assert app.pane.rel == "logs/policy_model.log" and app.pane.line == 9
