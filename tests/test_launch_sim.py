@@ -151,3 +151,14 @@ def test_closing_the_screen_can_stop_or_leave_the_run(tmp_path, run_dirs, capsys
     assert f"gymwatch attach {plan.run_dir}" in capsys.readouterr().out
     ask_on_quit(plan.run_dir, "stop")
     assert not is_live(plan.run_dir)
+
+
+def test_env_only_returns_once_every_server_is_ready_and_leaves_them_up(tmp_path, run_dirs):
+    run_dir = tmp_path / "run"
+    run_dirs.append(run_dir)
+    res = gymwatch("run", "--no-tui", "--format", "json", "--gym", str(sim_gym(tmp_path)), "--cwd", str(tmp_path),
+                   "--run-dir", str(run_dir), "--", "env", "start", "+sim_speed=0.05", *head(free_port()))
+    data = json.loads(res.stdout)
+    assert res.returncode == 0
+    assert data["parent"]["all_ready"] and all(s["became_ready"] for s in data["servers"])
+    assert "gymwatch stop" in res.stderr and marked(run_id(run_dir))
