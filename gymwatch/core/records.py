@@ -175,6 +175,57 @@ _ROLLOUT = _projection(_KEY_FIELDS + ("reward", FAILURE_CLASS_KEY), response=Tru
 _MATERIALIZED = _projection(_KEY_FIELDS)
 
 
+_MISSING = object()
+
+
+def _agent_fast(obj: dict) -> str:
+    ref = obj.get(AGENT_REF_KEY)
+    if type(ref) is dict:
+        name = ref.get("name")
+        if type(name) is str:
+            return name
+    return ""
+
+
+def _tokens(usage: dict, a: str, b: str) -> Optional[int]:
+    v = usage.get(a)
+    if type(v) is int or type(v) is float:
+        return int(v)
+    v = usage.get(b)
+    if type(v) is int or type(v) is float:
+        return int(v)
+    return None
+
+
+def _rollout_fast(obj: dict) -> Optional[RowFacts]:
+    """`_rollout_from` for the usual shape of a projected row (plain JSON types only); None for
+    anything else, which then takes the general code. Same facts by construction."""
+    task = obj.get(TASK_KEY)
+    rollout = obj.get(ROLLOUT_KEY)
+    if type(task) is not int or task < 0 or type(rollout) is not int or rollout < 0:
+        return None
+    attempt = obj.get(ATTEMPT_KEY, _MISSING)
+    if attempt is _MISSING:
+        attempt = None
+    elif type(attempt) is not int or attempt < 0:
+        return None
+    reward = obj.get("reward", _MISSING)
+    if type(reward) is float or type(reward) is int:
+        reward = float(reward)
+    elif reward is _MISSING:
+        reward = None
+    else:
+        return None
+    response = obj.get("response")
+    inp = out = None
+    if type(response) is dict:
+        usage = response.get("usage")
+        if type(usage) is dict:
+            inp = _tokens(usage, "input_tokens", "prompt_tokens")
+            out = _tokens(usage, "output_tokens", "completion_tokens")
+    return RowFacts(task, rollout, attempt, reward, inp, out, never_ran(response), _agent_fast(obj))
+
+
 def rollout_facts(raw: bytes) -> RowFacts:
     """A successful-rollout row. Raises BadLine for lines that are not JSON objects."""
     try:
@@ -183,7 +234,7 @@ def rollout_facts(raw: bytes) -> RowFacts:
         return rollout_facts_full(raw)
     if obj.get(FAILURE_CLASS_KEY):
         return rollout_facts_full(raw)     # its message may be in any `_ng_failure_*` key
-    return _rollout_from(obj)
+    return _rollout_fast(obj) or _rollout_from(obj)
 
 
 def failure_facts(raw: bytes) -> RowFacts:
@@ -196,6 +247,10 @@ def materialized_facts(raw: bytes) -> RowFacts:
         obj = _MATERIALIZED(raw)
     except ValidationError:
         return materialized_facts_full(raw)
+    task = obj.get(TASK_KEY)
+    rollout = obj.get(ROLLOUT_KEY)
+    if type(task) is int and task >= 0 and type(rollout) is int and rollout >= 0 and ATTEMPT_KEY not in obj:
+        return RowFacts(task, rollout, agent=_agent_fast(obj))
     return _materialized_from(obj)
 
 
