@@ -220,3 +220,41 @@ def test_merged_set_concatenates_then_interleaves_appends(tmp_path):
     assert s.filter(Matcher("2")) == [1, 4]
     assert s.find(Matcher("b"), 2) == 4 and s.find(Matcher("b"), 4) == 2
     assert s.row_of(0, 2) == 3 and s.locate(4) == (1, 1)
+
+
+MARKER_EXAMPLES = [
+    "Traceback (most recent call last):", "Process `policy_model` finished unexpectedly!",
+    "Caught an exception printed above in worker", "(p) [model_retry url=x status=500 kind=s]",
+    "Hit an exception while making a request", '(p) INFO: 1.2.3.4:5 - "POST /run HTTP/1.1" 500 Internal',
+    "required uv version 0.9", "  error: failed to build", "OSError: [Errno 98] in use",
+    "raise PermissionError", "FileNotFoundError happened", "Killed", "ValueError: x", "ERROR: x",
+    "Timed out after 30s waiting for Gym servers", "2 model endpoint(s) never answered",
+    "Found ulimit of 1024 and failed to automatically increase: OSError: x",   # benign
+]
+
+
+def test_errors_filter_finds_every_marker(tmp_path, small_chunks):
+    from gymwatch.core import markers
+    assert logindex._KEYWORDS_SOUND
+    assert {name for name, _ in markers.MARKERS} == set(logindex.MARKER_KEYWORDS)
+    lines = []
+    for ex in MARKER_EXAMPLES:
+        lines += ["INFO: filler line", ex]
+    p = tmp_path / "m.log"
+    write(p, ("\n".join(lines) + "\n").encode())
+    ix = LogIndex(p)
+    ix.wait()
+    expected = [i for i, line in enumerate(lines) if markers.is_error_line(line)]
+    assert len(expected) == len(MARKER_EXAMPLES) - 1
+    assert ix.filter(Matcher(errors_only=True)) == expected
+
+
+def test_lines_after_a_giant_line_are_searched(tmp_path, monkeypatch):
+    monkeypatch.setattr(logindex, "CHUNK", 64)
+    p = tmp_path / "g.log"
+    write(p, b"a\n" + b"y" * 5000 + b" needle-late\nafter needle\nERROR: x\n")
+    ix = LogIndex(p)
+    ix.wait()
+    assert ix.filter(Matcher("needle")) == [2]            # past the cap in line 1: not found there
+    assert ix.filter(Matcher(errors_only=True)) == [3]
+    assert ix.find(Matcher("after"), 0) == 2

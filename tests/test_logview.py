@@ -241,3 +241,21 @@ def test_snapshot_filtered_view(snap_compare, tmp_path):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(70, 8), run_before=run_before)
+
+
+async def test_big_logs_filter_and_find_in_a_thread(tmp_path, monkeypatch):
+    monkeypatch.setattr("gymwatch.tui.logview.BIG_BYTES", 0)
+    p = numbered(tmp_path, 300)
+    app = ViewApp(p)
+    async with app.run_test(size=SIZE) as pilot:
+        lv = app.query_one(LogView)
+        lv.set_filter("beta")
+        assert await settle(pilot, lambda: not lv._filtering)
+        assert lv.row_count == 30
+        lv.set_filter("")
+        assert lv.find("line 25") is None                    # answered by the worker
+        assert await settle(pilot, lambda: lv.current()[1] == 25)
+        await pilot.press("n")
+        assert await settle(pilot, lambda: lv.current()[1] == 250)
+        await pilot.press("N")
+        assert await settle(pilot, lambda: lv.current()[1] == 25)

@@ -53,6 +53,7 @@ class LogIndex:
         self.generation = 0          # bumped on every reindex
         self._lock = threading.Lock()     # guards the block lists
         self._state = threading.Lock()    # guards `_running`
+        self._cache_lock = threading.Lock()
         self._running = False
         self._fd: Optional[int] = None
         self._thread: Optional[threading.Thread] = None
@@ -133,10 +134,7 @@ class LogIndex:
         if cut == 0:
             self._probe = probe + len(body)         # a long line: no end yet
             return bool(body)
-        n = body.count(b"\n", 0, cut)
-        r = body.count(b"\r", 0, cut)
-        if r:
-            n += r - body.count(b"\r\n", 0, cut)
+        n = body.count(b"\n", 0, cut) + _lone_crs(body, cut)
         with self._lock:
             self._starts.append(self._end)
             self._first.append(self._lines)
@@ -219,13 +217,16 @@ class LogIndex:
 
     def _block_starts(self, b: int, b_end: int) -> list[int]:
         """Line starts in block `b` (LRU-cached)."""
-        cached = self._blocks.get(b)
-        if cached is not None:
-            self._blocks.move_to_end(b)
-            return cached
-        self._blocks[b] = starts = _line_starts(self, self._starts[b], b_end)
-        if len(self._blocks) > _BLOCK_CACHE:
-            self._blocks.popitem(last=False)
+        with self._cache_lock:
+            cached = self._blocks.get(b)
+            if cached is not None:
+                self._blocks.move_to_end(b)
+                return cached
+        starts = _line_starts(self, self._starts[b], b_end)
+        with self._cache_lock:
+            self._blocks[b] = starts
+            if len(self._blocks) > _BLOCK_CACHE:
+                self._blocks.popitem(last=False)
         return starts
 
     def _pread(self, pos: int, n: int) -> bytes:
@@ -260,23 +261,24 @@ class LogIndex:
     def block_count(self) -> int:
         return len(self._starts) + (1 if self.done and self._size > self._end else 0)
 
-    def block_lines(self, b: int) -> tuple[int, list[str]]:
-        """First line number and the (capped) lines of block `b`, read with one pread."""
+    def block_raw(self, b: int) -> tuple[int, bytes, Callable[[], list[int]]]:
+        """Block `b`: its first line number, its bytes, and a function giving its line starts
+        (relative to those bytes; computed only if needed). A block holding a giant line
+        is given as the capped heads of its lines."""
         with self._lock:
-            partial = b >= len(self._starts)
-            if not partial:
-                start, first = self._starts[b], self._first[b]
-                b_end = self._starts[b + 1] if b + 1 < len(self._starts) else self._end
-        if partial:
-            n = self._lines
-            return n, [self.line(n)] if self.line_count > n else []
-        starts = self._block_starts(b, b_end)
-        if b_end - start > 4 * CHUNK:
-            return first, [self.line(first + i) for i in range(len(starts))]
-        data = self._pread(start, b_end - start)
-        bounds = [s - start for s in starts] + [b_end - start]
-        return first, [decode(_strip_eol(data[bounds[i]:bounds[i + 1]][:CAP + 2]))
-                       for i in range(len(starts))]
+            if b >= len(self._starts):     # the partial last line
+                first, data = self._lines, self._pread(self._end, min(self._size - self._end, CAP))
+                return first, data, lambda: [0] if data else []
+            start, first = self._starts[b], self._first[b]
+            b_end = self._starts[b + 1] if b + 1 < len(self._starts) else self._end
+        if b_end - start <= 4 * CHUNK:
+            return first, self._pread(start, b_end - start), \
+                lambda: [x - start for x in self._block_starts(b, b_end)]
+        heads = [self.raw(first + i) + b"\n" for i in range(len(self._block_starts(b, b_end)))]
+        rel = [0]
+        for h in heads[:-1]:
+            rel.append(rel[-1] + len(h))
+        return first, b"".join(heads), lambda: rel
 
     def block_of(self, n: int) -> int:
         with self._lock:
@@ -285,18 +287,21 @@ class LogIndex:
             return bisect.bisect_right(self._first, n) - 1
 
     def scan(self, matcher: "Matcher", start: int = 0, reverse: bool = False) -> Iterator[int]:
-        """Matching line numbers from line `start` (inclusive) forwards, or backwards."""
+        """Matching line numbers from line `start` (inclusive) forwards, or backwards.
+        Blocks are searched as bytes first; only lines near a possible hit are decoded."""
         b0 = self.block_of(start)
         order = range(b0, -1, -1) if reverse else range(b0, self.block_count())
         for b in order:
-            first, texts = self.block_lines(b)
-            if not texts or not matcher.block(texts):
+            first, data, line_starts = self.block_raw(b)
+            hits = matcher.candidates(data)
+            if hits is not None and not hits:
                 continue
-            idx = range(len(texts) - 1, -1, -1) if reverse else range(len(texts))
-            for i in idx:
-                n = first + i
-                if (n <= start if reverse else n >= start) and matcher.line(texts[i]):
-                    yield n
+            starts = line_starts()
+            idx = sorted({bisect.bisect_right(starts, h) - 1 for h in hits}) if hits is not None \
+                else range(len(starts))
+            found = [first + i for i in idx if (first + i <= start if reverse else first + i >= start)
+                     and matcher.line(_text(data, starts, i))]
+            yield from (reversed(found) if reverse else found)
 
     def find(self, matcher: "Matcher", frm: int, forward: bool = True, wrap: bool = True) -> Optional[int]:
         """The next (or previous) matching line after (before) `frm`, wrapping around."""
@@ -308,6 +313,21 @@ class LogIndex:
 
     def filter(self, matcher: "Matcher", start: int = 0) -> list[int]:
         return list(self.scan(matcher, start))
+
+
+def _text(data: bytes, starts: list[int], i: int) -> str:
+    end = starts[i + 1] if i + 1 < len(starts) else len(data)
+    return decode(_strip_eol(data[starts[i]:min(end, starts[i] + CAP)]))
+
+
+def _lone_crs(body: bytes, cut: int) -> int:
+    """Lone \r in body[:cut]: a memchr walk, fast when \r is rare (counting \r\n is not)."""
+    n, i, last = 0, body.find(b"\r", 0, cut), cut - 1
+    while i >= 0:
+        if i == last or body[i + 1] != 0x0A:
+            n += 1
+        i = body.find(b"\r", i + 1, cut)
+    return n
 
 
 def _strip_eol(data: bytes) -> bytes:
@@ -354,14 +374,19 @@ class Matcher:
     def empty(self) -> bool:
         return not self.text and not self.errors_only
 
-    def block(self, texts: list[str]) -> bool:
-        """Cheap whole-block test: False means no line of the block can match."""
-        joined = "\n".join(texts)
-        if self.errors_only and not _ANY_M.search(joined):
-            return False
-        if self.text and not self.invert:
-            return self.text in (joined.lower() if self.ignore_case else joined)
-        return True
+    def candidates(self, data: bytes) -> Optional[list[int]]:
+        """Byte offsets in `data` where a match may be: [] rules the block out, None means
+        every line must be tested (inverted text, non-ASCII text)."""
+        if self.errors_only:
+            if not _KEYWORDS_SOUND:
+                return None
+            hits = _positions(data, _KEYWORDS)
+            if not hits or not self.text or self.invert:
+                return hits
+        if not self.text or self.invert or not self.text.isascii():
+            return None
+        needle = self.text.encode()
+        return _positions(data.lower() if self.ignore_case else data, (needle,))
 
     def line(self, text: str) -> bool:
         ok = True
@@ -384,8 +409,31 @@ class Matcher:
         return out
 
 
-# The markers with `^` meaning any line start, to reject a whole block in one search.
-_ANY_M = re.compile("|".join(f"(?:{p.pattern})" for _, p in MARKERS), re.M)
+def _positions(data: bytes, needles: tuple[bytes, ...]) -> list[int]:
+    out = []
+    for needle in needles:
+        i = data.find(needle)
+        while i >= 0:
+            out.append(i)
+            i = data.find(needle, i + len(needle))
+    return out
+
+
+# Literals one of which every failure marker (core.markers) needs, to find candidate lines
+# at memchr speed. Sound only for the markers they were written for: a marker added there
+# and not here turns the shortcut off (every line is then tested).
+MARKER_KEYWORDS = {
+    "traceback": (b"Traceback (most recent call last):",), "process_died": (b"finished unexpectedly!",),
+    "caught_exception": (b"Caught an exception printed above in",), "model_retry": (b"[model_retry ",),
+    "request_exception": (b"Hit an exception while making a request",), "http_5xx": (b'" 5',),
+    "uv_version": (b"required uv version",), "uv_error": (b"error: ",), "errno": (b"[Errno ",),
+    "permission": (b"PermissionError",), "not_found": (b"FileNotFoundError",),
+    "killed": (b"Killed", b"Out of memory", b"OOMKilled", b"oom-kill"),
+    "exception_line": (b"Error: ", b"Exception: "), "log_error": (b"ERROR", b"CRITICAL"),
+    "timeout": (b"Timed out after ",), "never_answered": (b"model endpoint(s) never answered",),
+}
+_KEYWORDS_SOUND = {name for name, _ in MARKERS} <= set(MARKER_KEYWORDS)
+_KEYWORDS = tuple(k for name, _ in MARKERS for k in MARKER_KEYWORDS.get(name, ()))
 
 
 class LogSet:
@@ -468,21 +516,20 @@ class LogSet:
         src, line = self.locate(row)
         return src, line, self.indexes[src].line(line)
 
-    def filter(self, matcher: Matcher, start: int = 0) -> list[int]:
-        """Rows from `start` on whose line matches (block-fast per file, then mapped to rows)."""
-        out: list[int] = []
-        hits: dict[int, list[int]] = {}
-        for i, (src, a, b) in enumerate(self._segs):
-            if self._cum[i] + (b - a) <= start or a == b:
+    def iter_filter(self, matcher: Matcher, start: int = 0) -> Iterator[int]:
+        """Rows from `start` on whose line matches, ascending (safe from a worker thread:
+        it walks a snapshot of the segments)."""
+        segs, cum = [list(x) for x in self._segs], list(self._cum)
+        for (src, a, b), c in zip(segs, cum):
+            if c + (b - a) <= start or a == b:
                 continue
-            first = max(a, a + start - self._cum[i])
-            if src not in hits:
-                hits[src] = self.indexes[src].filter(matcher, first)
-            lines = hits[src]
-            lo, hi = bisect.bisect_left(lines, first), bisect.bisect_left(lines, b)
-            out.extend(self._cum[i] + n - a for n in lines[lo:hi])
-        out.sort()
-        return out
+            for n in self.indexes[src].scan(matcher, max(a, a + start - c)):
+                if n >= b:
+                    break
+                yield c + n - a
+
+    def filter(self, matcher: Matcher, start: int = 0) -> list[int]:
+        return list(self.iter_filter(matcher, start))
 
     def find(self, matcher: Matcher, row: int, forward: bool = True) -> Optional[int]:
         """The next (previous) matching row after (before) `row`, wrapping around."""

@@ -11,12 +11,13 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from collections import OrderedDict
 from typing import Optional
 
 from rich.segment import Segment
 from rich.style import Style
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -33,6 +34,7 @@ from rich.text import Text
 from ..core.logindex import CAP, LogSet, Matcher
 from ..core.sanitize import clean
 
+BIG_BYTES = 16 << 20     # logs bigger than this are filtered and searched in a thread
 LABEL_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 S_GUTTER = Style(dim=True)
 S_MATCH = Style(color="black", bgcolor="yellow")
@@ -127,6 +129,13 @@ class LogView(ScrollView, can_focus=True):
     class Opened(Message):
         """The first index of the opened file(s) is complete."""
 
+    class Filtered(Message):
+        """A filter over a big log made progress: `count` lines match so far; `done` at the end."""
+
+        def __init__(self, count: int, done: bool) -> None:
+            super().__init__()
+            self.count, self.done = count, done
+
     def __init__(self, *, name: Optional[str] = None, id: Optional[str] = None, classes: Optional[str] = None):
         super().__init__(name=name, id=id, classes=classes)
         self.logs: Optional[LogSet] = None
@@ -141,6 +150,8 @@ class LogView(ScrollView, can_focus=True):
         self._unseen = 0
         self._cache: OrderedDict[int, tuple[int, int, str]] = OrderedDict()
         self._timer = None
+        self._filter_gen = 0
+        self._filtering = False
 
     # --- opening ---------------------------------------------------------------------
     def open(self, path: str, label: str = "", line: Optional[int] = None) -> None:
@@ -349,7 +360,9 @@ class LogView(ScrollView, can_focus=True):
     def _grew(self, initial: bool, added: int) -> None:
         """`added` rows were taken in (before filtering): extend the filter, follow or count."""
         self._cache.clear()
-        if self._rows is not None:
+        if self._rows is not None and self._filtering:
+            added = 0                    # the running filter job takes them in when done
+        elif self._rows is not None:
             before = len(self._rows)
             if initial and len(self.logs.indexes) > 1:  # type: ignore[union-attr]
                 self._apply_filter()     # a merged load moves later files' rows down
@@ -396,14 +409,45 @@ class LogView(ScrollView, can_focus=True):
     def errors_only(self) -> bool:
         return self._filter.errors_only
 
+    def _big(self) -> bool:
+        return self.logs is not None and sum(ix.size for ix in self.logs.indexes) > BIG_BYTES
+
     def _apply_filter(self) -> None:
+        self._filter_gen += 1
+        self._filtering = False
         if self.logs is None or self._filter.empty:
             self._rows = None
-            return
-        self._rows = self._match_rows(0)
+        elif not self._big():
+            self._rows = self._match_rows(0)
+        else:                                   # big: fill the rows from a thread, in batches
+            self._rows, self._filtering = [], True
+            self._filter_job(self._filter, self._filter_gen)
 
     def _match_rows(self, start: int) -> list[int]:
         return self.logs.filter(self._filter, start) if self.logs else []
+
+    @work(thread=True, exclusive=True, group="logview-filter", exit_on_error=False)
+    def _filter_job(self, matcher: Matcher, gen: int) -> None:
+        batch: list[int] = []
+        last = time.monotonic()
+        for row in self.logs.iter_filter(matcher):  # type: ignore[union-attr]
+            if gen != self._filter_gen:
+                return
+            batch.append(row)
+            if time.monotonic() - last > 0.2:
+                self.app.call_from_thread(self._filter_more, gen, batch, False)
+                batch, last = [], time.monotonic()
+        self.app.call_from_thread(self._filter_more, gen, batch, True)
+
+    def _filter_more(self, gen: int, rows: list[int], done: bool) -> None:
+        if gen != self._filter_gen or self._rows is None:
+            return
+        self._rows.extend(rows)
+        if done:
+            self._filtering = False
+            self._rows.extend(self._match_rows(self._rows[-1] + 1 if self._rows else 0))  # lines since
+        self._update_size()
+        self.post_message(self.Filtered(len(self._rows), done))
 
     def action_filter(self) -> None:
         self.app.push_screen(Prompt("filter lines (!text inverts, empty clears)", self.filter_text),
@@ -433,24 +477,38 @@ class LogView(ScrollView, can_focus=True):
         row = self._row(self.cursor)
         if include_current:
             row += -1 if forward else 1
-        hit = self._next_match(row, forward)
-        if hit is None:
+        if self._big():
+            self._find_job(self._find, row, forward)
+            return None
+        return self._show_hit(self._next_match(self._find, row, forward))
+
+    @work(thread=True, exclusive=True, group="logview-find", exit_on_error=False)
+    def _find_job(self, matcher: Matcher, row: int, forward: bool) -> None:
+        hit = self._next_match(matcher, row, forward)
+        self.app.call_from_thread(self._show_hit, hit)
+
+    def _show_hit(self, hit: Optional[int]) -> Optional[int]:
+        if hit is None or self.logs is None:
             self.notify(f"not found: {self._find.text}", severity="warning", timeout=2)
             return None
         self._move_to(self._visible_index(hit), center=True)
         return self.logs.locate(hit)[1] + 1
 
-    def _next_match(self, row: int, forward: bool) -> Optional[int]:
-        if self._rows is None:
-            return self.logs.find(self._find, row, forward)  # type: ignore[union-attr]
-        rows = self._rows
+    def _next_match(self, matcher: Matcher, row: int, forward: bool) -> Optional[int]:
+        """The next matching row in view (any thread: no widget state is touched)."""
+        logs, rows = self.logs, self._rows
+        if logs is None:
+            return None
+        if rows is None:
+            return logs.find(matcher, row, forward)
+        rows = list(rows)
         n = len(rows)
-        start = self._visible_index(row)
+        start = bisect.bisect_left(rows, row)
         if forward and start < n and rows[start] <= row:
             start += 1
         for k in range(n):
             y = (start + k) % n if forward else (start - 1 - k) % n
-            if self._find.line(self._line(rows[y])[2]):
+            if matcher.line(logs.text(rows[y])[2]):
                 return rows[y]
         return None
 
