@@ -100,6 +100,8 @@ def test_startup_timeout_says_what_is_pending_and_kills(tmp_path, run_dirs):
     assert "startup timeout: not all servers ready after" in res.stderr
     assert "pending: mcqa" in res.stderr and "installing" in res.stderr
     assert "last line" in res.stderr
+    assert f"0 left with GYMWATCH_RUN_ID={run_id(run_dir)}" in res.stderr   # the driver stopped it
+    assert "startup timeout" in (run_dir / "gymwatch-launch.log").read_text()
     wait_for(lambda: not marked(run_id(run_dir)), 20, "every process of the run to be stopped")
 
 

@@ -114,7 +114,9 @@ def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) 
               f"Watch: gymwatch attach {run_dir}", file=err)
         return 130
     if why == "timeout" and getattr(args, "kill_on_timeout", False):
-        stop_run(run_dir, say=lambda s: print(s, file=err))
+        from .runner import after_driver_kill
+
+        after_driver_kill(run_dir, say=lambda s: print(s, file=err))
     text, code = report(run_dir, args.format)
     sys.stdout.write(text)
     sys.stdout.flush()

@@ -126,6 +126,26 @@ def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, pol
         time.sleep(poll)
 
 
+def after_driver_kill(run_dir: Path, say, timeout: float = 90.0) -> None:
+    """--kill-on-timeout: the driver stops the run (it does so even when gymwatch is gone). Wait for
+    it, show what it did, and sweep whatever is left (a driver that died first)."""
+    from .stop import stop_run
+
+    drv = mf.load(run_dir).get("driver") or {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid_alive(drv.get("pid") or -1, drv.get("create_time")):
+        time.sleep(0.2)
+    try:
+        lines = (run_dir / LAUNCH_LOG).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    start = next((i for i, ln in enumerate(lines) if "--kill-on-timeout" in ln), len(lines))
+    for ln in lines[start:]:
+        say(ln)
+    if is_live(run_dir):
+        stop_run(run_dir, say=say)
+
+
 def report(run_dir: Path, fmt: str) -> tuple[str, int]:
     """The core's report of the run, with per-server process facts attached."""
     from ..core.session import read_run
