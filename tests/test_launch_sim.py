@@ -2,12 +2,9 @@
 startup failure and timeout, refusals, process facts."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 

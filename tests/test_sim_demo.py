@@ -1,6 +1,7 @@
 """`gymwatch demo --fast --no-tui`: the simulated Gym through the real launcher, and its formats."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -76,7 +77,7 @@ def test_demo_writes_gym_formats(demo):
 def test_sim_env_start_runs_until_sigterm(tmp_path):
     port = free_port()
     out = tmp_path / "out.log"
-    env = {**__import__("os").environ, "GYMWATCH_RUN_ID": f"simtest-{port}", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "GYMWATCH_RUN_ID": f"simtest-{port}", "PYTHONUNBUFFERED": "1"}
     with open(out, "wb") as fh:
         p = subprocess.Popen([sys.executable, "-m", "gymwatch.sim", "env", "start", "+sim_speed=0.05",
                               f"+head_server.port={port}", f"hydra.run.dir={tmp_path / 'h'}"],

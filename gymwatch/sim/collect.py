@@ -7,7 +7,6 @@ import json
 import os
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor

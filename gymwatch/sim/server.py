@@ -28,7 +28,6 @@ def say(text: str, err: bool = True) -> None:
 
 def install(venv: str, speed: float, seconds: float) -> None:
     """A cold `uv venv` + `uv pip install`; a child whose command line says `uv pip install` runs meanwhile."""
-    t0 = time.monotonic()
     say(f"Using CPython {L.PY} interpreter at: {L.PY_BIN}")
     say(f"Creating virtual environment with seed packages at: {venv}")
     say(" + pip==26.3")
@@ -55,7 +54,6 @@ def install(venv: str, speed: float, seconds: float) -> None:
     finally:
         marker.kill()
         marker.wait()
-    del t0
 
 
 class Handler(BaseHTTPRequestHandler):
