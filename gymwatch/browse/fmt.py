@@ -51,7 +51,8 @@ def rel(path: str, roots: list[str]) -> str:
 def cells(run: dict[str, Any], roots: list[str]) -> dict[str, str]:
     t = run.get("trials") or {}
     failed = run.get("servers_failed")
-    servers = str(run.get("servers", "-")) + (f" ({failed} failed)" if failed else "")
+    known = run.get("servers")
+    servers = ("-" if known is None else str(known)) + (f" ({failed} failed)" if failed else "")
     reward = run.get("mean_reward")
     return {
         "started": started(run.get("started")), "name": name(run), "servers": servers,

@@ -23,18 +23,21 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     sigs = [signature(f) for f in found]
     summaries = [cache.get(str(f.path), s) for f, s in zip(found, sigs)]
     cold = [i for i, s in enumerate(summaries) if s is None]
+    made: set[int] = set()
     if jobs > 1 and len(cold) >= POOL_MIN:
         with ProcessPoolExecutor(jobs) as pool:
-            made = pool.map(_make, [found[i].path for i in cold], [sigs[i] for i in cold], chunksize=16)
-            for i, summary in zip(cold, made):
+            for i, summary in zip(cold, pool.map(_make, [found[i].path for i in cold],
+                                                  [sigs[i] for i in cold], chunksize=16)):
                 summaries[i] = summary
+                made.add(i)
     out = []
-    for f, sig, summary in zip(found, sigs, summaries):
-        if summary is None:
-            summary = _make(f.path, sig)
-        if summary is None:
-            continue
-        cache.put(str(f.path), sig, summary)
+    for i, (f, sig) in enumerate(zip(found, sigs)):
+        summary = summaries[i]
+        if i in made or summary is None:
+            summary = summary or _make(f.path, sig)
+            if summary is None:
+                continue
+            cache.put(str(f.path), sig, summary)
         out.append(summary)
         if on_run is not None:
             on_run(summary)

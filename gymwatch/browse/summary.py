@@ -3,7 +3,8 @@
 Same conclusions as `gymwatch report`: rows (rollouts, failures, materialized inputs) are
 read whole first, because trial counts need every row. When the aggregate metrics exist
 and collection started, the verdict follows from the rows alone (see `verdict.verdict`),
-so the logs are not read at all (`logs_read: false`; servers are counted from logs/).
+so the logs are not read at all (`logs_read: false`; servers are counted from logs/, or
+unknown (null) when the servers' output is only in a merged log, as in evaluator bundles).
 Otherwise logs are read whole up to HEAD + TAIL bytes; a bigger log contributes its first
 HEAD and last TAIL bytes only (`sampled`), which keeps startup lines and the end. Names come from a line scan of Hydra's
 `config.yaml` (no YAML parser: that alone cost more than the rest of a small run).
@@ -62,16 +63,30 @@ class SummarySession(RunSession):
     sampled = False
     rows_only = False
 
+    _info: Optional[RunInfo] = None
+    _rows: Optional[set] = None
+
     def _refresh_info(self) -> None:
-        self.state.info = quick_info(self.layout)
+        if self._info is None:
+            self._info = quick_info(self.layout)
+        self.state.info = self._info
+
+    def _is_rows(self, path: Path) -> bool:
+        if self._rows is None:
+            lay = self.layout
+            self._rows = {lay.rollouts, lay.materialized, lay.failures} - {None}
+        return path in self._rows
+
+    def _rediscover(self) -> bool:
+        return False           # a one-shot read of a run just discovered
 
     def _read(self, path, final, feed, offset_key: str = "") -> bool:
-        if self.rows_only and path is not None and not _is_rows(self.layout, path):
+        if self.rows_only and path is not None and not self._is_rows(path):
             return False
         return super()._read(path, final, feed, offset_key)
 
     def _tailer(self, path: Path, offset_key: str):
-        if _is_rows(self.layout, path) or offset_key and self.layout.log_offsets.get(offset_key):
+        if self._is_rows(path) or offset_key and self.layout.log_offsets.get(offset_key):
             return super()._tailer(path, offset_key)
         try:
             big = os.path.getsize(path) > HEAD + TAIL
@@ -87,15 +102,11 @@ class SummarySession(RunSession):
         self.rows_only = True
         self.poll(final=True)
         st = self.state
-        if st.aggregate_written and st.collector.started and self.layout.logs_dir is not None:
+        if st.aggregate_written and st.collector.started:
             return False     # verdict and counts follow from the rows alone (verdict.verdict)
         self.rows_only = False
         self.poll(final=True)
         return True
-
-
-def _is_rows(lay: RunLayout, path: Path) -> bool:
-    return path in (lay.rollouts, lay.materialized, lay.failures)
 
 
 def quick_info(lay: RunLayout) -> RunInfo:
@@ -139,10 +150,11 @@ def summarize(path: str | os.PathLike, layout: RunLayout, sig: list) -> dict[str
         return out
     state, v = session.state, verdict(session.state)
     names = set(state.servers) | set(layout.server_logs())
+    servers = len(names) if names or logs_read else None      # None: not known without the logs
     out["started"] = state.info.started_at or out["started"]
     out.update(
         environment=state.info.environment or None, agent=state.info.agent or None,
-        model=state.info.model or None, servers=len(names),
+        model=state.info.model or None, servers=servers,
         servers_failed=sum(1 for s in state.servers.values() if s.state == FAILED) if logs_read else None,
         trials=counts(state), expected=state.expected_total, mean_reward=mean_reward(state),
         verdict=v.name, reason=v.reason, logs_read=logs_read, sampled=session.sampled)

@@ -343,6 +343,8 @@ class LogView(ScrollView, can_focus=True):
         if self.logs is None:
             return 0
         result = self.logs.refresh()
+        if not self.logs.done and self._timer is not None:
+            self._timer.resume()         # a big append is indexed in the background
         if result.reset:
             self._cache.clear()
             self._rows, self._mark = None, None
@@ -380,6 +382,9 @@ class LogView(ScrollView, can_focus=True):
 
     def _to_end(self) -> None:
         self.cursor = max(0, self.row_count - 1)
+        if not self.scrollable_content_region.height:      # not laid out yet
+            self.call_after_refresh(self._to_end)
+            return
         self.scroll_end(animate=False, immediate=True)
 
     def watch_follow(self, follow: bool) -> None:
