@@ -65,9 +65,16 @@ def _label(p: psutil.Process) -> str:
     return f"{name[:60]} (pid {p.pid})"
 
 
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
     _, alive = psutil.wait_procs(procs, timeout=timeout)
-    return [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    return [p for p in alive if _running(p)]
 
 
 def stop_run(run_dir: Path, grace: float = DEFAULT_GRACE, say: Callable[[str], None] = print) -> StopResult:
@@ -75,7 +82,8 @@ def stop_run(run_dir: Path, grace: float = DEFAULT_GRACE, say: Callable[[str], N
     run_id = str(data["run_id"])
     res = StopResult(run_id)
     exclude = _me_and_ancestors()
-    say(f"stopping run {run_id} ({MARKER_VAR}={run_id})")
+    before = marked(run_id, exclude)
+    say(f"stopping run {run_id}: {len(before)} process(es) with {MARKER_VAR}={run_id} running")
     entries = [p for p in data.get("processes") or [] if isinstance(p, dict) and isinstance(p.get("pid"), int)]
     entries.sort(key=lambda e: e.get("role") != "eval")   # the collector first, then the servers' parent
     termed = []
@@ -107,7 +115,8 @@ def stop_run(run_dir: Path, grace: float = DEFAULT_GRACE, say: Callable[[str], N
     res.left = marked(run_id, exclude)
     _record(run_dir, res)
     n = len(res.stopped)
-    say(f"stopped {n} process{'es' if n != 1 else ''}; {len(res.left)} left with {MARKER_VAR}={run_id}")
+    say(f"stopped {n} process{'es' if n != 1 else ''} directly ({len(before)} were running; gym shut down "
+        f"the rest); {len(res.left)} left with {MARKER_VAR}={run_id}")
     for p in res.left:
         say(f"  still running: {_label(p)}")
     return res
