@@ -116,25 +116,27 @@ class LogIndex:
                 data = os.pread(self._fd, want + 1, self._probe)   # +1: look ahead for \r\n
             except (OSError, TypeError):
                 return True
-            if not data or not self._take(data[:want], data[want:]):
+            if not data or not self._take(data, min(want, len(data))):
                 return True
         return False
 
-    def _take(self, body: bytes, ahead: bytes) -> bool:
-        """Count the line ends in one chunk and commit it as a block. False: no progress."""
+    def _take(self, data: bytes, end: int) -> bool:
+        """Count the line ends in data[:end] and commit them as a block (no slicing: the chunk
+        is searched in place). data[end:] is one lookahead byte, if any. False: no progress."""
         probe = self._probe
         self._pending_cr = False
-        if body.endswith(b"\r"):
-            if ahead == b"\n":
-                body += ahead                       # \r\n across the chunk edge
-            elif not ahead:
-                body = body[:-1]                    # \r at EOF: maybe half of \r\n, wait
+        if end and data[end - 1] == 0x0D:
+            if len(data) > end and data[end] == 0x0A:
+                end += 1                            # \r\n across the chunk edge
+            elif len(data) == end:
+                end -= 1                            # \r at EOF: maybe half of \r\n, wait
                 self._pending_cr = True
-        cut = max(body.rfind(b"\n"), body.rfind(b"\r")) + 1
+        nl = data.rfind(b"\n", 0, end)
+        cut = max(nl, data.rfind(b"\r", nl + 1, end)) + 1
         if cut == 0:
-            self._probe = probe + len(body)         # a long line: no end yet
-            return bool(body)
-        n = body.count(b"\n", 0, cut) + _lone_crs(body, cut)
+            self._probe = probe + end               # a long line: no end yet
+            return end > 0
+        n = data.count(b"\n", 0, cut) + _lone_crs(data, cut)
         with self._lock:
             self._starts.append(self._end)
             self._first.append(self._lines)
