@@ -86,25 +86,38 @@ def run(small: bool) -> list[dict]:
         wc = min(wc_lines(path) for _ in range(2))          # warm page cache for both sides
         screen = min(first_screen(path) for _ in range(3))
         index_time, ix = full_index(path)
+        again, ix2 = full_index(path)                         # best of two, as for wc
+        ix2.close()
+        index_time = min(index_time, again)
         mid = ix.line_count // 2
         access, _ = timed(lambda: [ix.line(mid + i) for i in range(SCREEN)])
         find_t, _ = timed(lambda: ix.find(Matcher("no such text anywhere"), 0))
         errors_t, hits = timed(lambda: ix.filter(Matcher(errors_only=True)))
         lines = ix.line_count
         ix.close()
+    ratio = round(index_time / wc, 2) if wc else None
     return [
-        {"name": f"log index: first screen ({label})", "value": round(screen, 4), "baseline": None,
-         "ratio": None, "target": FIRST_SCREEN_TARGET},
-        {"name": f"log index: full index ({label}, {lines} lines) vs wc -l", "value": round(index_time, 3),
-         "baseline": round(wc, 3), "ratio": round(index_time / wc, 2) if wc else None,
-         "target": INDEX_VS_WC_TARGET},
-        {"name": f"log index: {SCREEN} lines from the middle", "value": round(access, 4), "baseline": None,
-         "ratio": None, "target": None},
-        {"name": f"log index: find, no match ({label})", "value": round(find_t, 3), "baseline": round(wc, 3),
-         "ratio": round(find_t / wc, 2) if wc else None, "target": None},
-        {"name": f"log index: errors-only filter ({label}, {len(hits)} hits)", "value": round(errors_t, 3),
-         "baseline": round(wc, 3), "ratio": round(errors_t / wc, 2) if wc else None, "target": None},
+        _row(f"log index: first screen ({label})", round(screen, 4), None, None,
+             f"<= {FIRST_SCREEN_TARGET} s", screen <= FIRST_SCREEN_TARGET, "open + read the first 50 lines"),
+        _row(f"log index: full index ({label}, {lines} lines)", round(index_time, 3), round(wc, 3), ratio,
+             f"<= {INDEX_VS_WC_TARGET}x wc -l", ratio is not None and ratio <= INDEX_VS_WC_TARGET,
+             "baseline: wc -l on the same cached file"),
+        _row(f"log index: {SCREEN} lines from the middle", round(access, 4), None, None, "", None, ""),
+        _row(f"log index: find, no match ({label})", round(find_t, 3), round(wc, 3),
+             round(find_t / wc, 2) if wc else None, "", None, "a background thread in the viewer"),
+        _row(f"log index: errors-only filter ({label}, {len(hits)} lines)", round(errors_t, 3), round(wc, 3),
+             round(errors_t / wc, 2) if wc else None, "", None,
+             "every candidate line is checked with core.markers; a background thread in the viewer"),
     ]
+
+
+def _row(name, value, baseline, ratio, target, ok, note) -> dict:
+    out = {"name": name, "value": value, "baseline": baseline, "ratio": ratio, "target": target}
+    if ok is not None:
+        out["ok"] = bool(ok)
+    if note:
+        out["note"] = note
+    return out
 
 
 if __name__ == "__main__":
