@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from textual.app import App, ComposeResult
 
 from gymwatch.tui.logview import LineScreen, LogView, external_command
@@ -259,3 +261,20 @@ async def test_big_logs_filter_and_find_in_a_thread(tmp_path, monkeypatch):
         assert await settle(pilot, lambda: lv.current()[1] == 250)
         await pilot.press("N")
         assert await settle(pilot, lambda: lv.current()[1] == 25)
+
+
+async def test_open_in_pager_at_the_line(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setenv("PAGER", "mypager")
+    monkeypatch.setattr("gymwatch.tui.logview.subprocess.call", lambda cmd: calls.append(cmd) or 0)
+    p = numbered(tmp_path, 40)
+    app = ViewApp(p, line=12)
+    async with app.run_test(size=SIZE) as pilot:
+        monkeypatch.setattr(type(app), "suspend", _fake_suspend)
+        await pilot.press("o")
+        assert calls == [["mypager", "+12", str(p)]]
+
+
+@contextmanager
+def _fake_suspend(self):
+    yield

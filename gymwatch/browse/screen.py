@@ -320,6 +320,10 @@ def run_browser(roots: list[str], use_cache: bool = True) -> int:
         chosen = BrowseApp(state).run()
         if not chosen:
             return 0
+        from ..core.layout import NotARun
         from ..tui.app import GymwatchApp
 
-        GymwatchApp(str(chosen)).run()
+        try:
+            GymwatchApp(str(chosen)).run()
+        except NotARun as exc:          # gone or changed since it was listed: back to the list
+            print(f"gymwatch: {exc}")

@@ -18,7 +18,7 @@ from typing import Optional
 from rich.segment import Segment
 from rich.style import Style
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Size
@@ -569,8 +569,11 @@ class LogView(ScrollView, can_focus=True):
         if cmd is None:
             self.notify("set $PAGER or $EDITOR to open logs", severity="warning")
             return
-        with self.app.suspend():
-            subprocess.call(cmd)
+        try:
+            with self.app.suspend():
+                subprocess.call(cmd)
+        except (SuspendNotSupported, OSError) as exc:
+            self.notify(f"cannot open {cmd[0]}: {exc or 'not supported here'}", severity="warning")
         self.refresh()
 
 
