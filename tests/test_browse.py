@@ -211,3 +211,23 @@ def test_snapshot_browser(snap_compare, tmp_path, monkeypatch):
         await pilot.press("s")          # by name: a stable order
 
     assert snap_compare(app, terminal_size=(150, 14), run_before=run_before)
+
+
+def test_run_browser_loops_through_the_live_app(tmp_path, monkeypatch):
+    from gymwatch.browse import screen as screen_mod
+    from gymwatch.tui import app as app_mod
+
+    picks = iter([str(tmp_path / "a-run"), None])
+    opened = []
+    monkeypatch.setattr(screen_mod.BrowseApp, "run", lambda self: next(picks))
+
+    class FakeLive:
+        def __init__(self, path):
+            opened.append(path)
+
+        def run(self):
+            return None
+
+    monkeypatch.setattr(app_mod, "GymwatchApp", FakeLive)
+    assert screen_mod.run_browser([str(tmp_path)]) == 0
+    assert opened == [str(tmp_path / "a-run")]
