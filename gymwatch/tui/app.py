@@ -61,6 +61,7 @@ class GymwatchApp(App):
         self.head = head
         self.tick = tick
         self._watched: list[Path] = []
+        self.watch_mode = ""
         self._fail_idx = -1
         self.head_error = ""
         self.polls = 0                # refresh_run calls (tests wait on it)
@@ -131,7 +132,8 @@ class GymwatchApp(App):
         live = v is not None and v.name in ("starting", "collecting")
         elapsed = self.clock() - self.live.started() if live else None
         rate, eta = self.live.rate_eta() if v is not None and v.name == "collecting" else (None, None)
-        mode = " · ".join(x for x in ("replay" if self.live.replay else "", self.head_error) if x)
+        polling = "polling" if self.watch_mode == "polling" else ""
+        mode = " · ".join(x for x in ("replay" if self.live.replay else "", polling, self.head_error) if x)
         line1 = summary_text(self.live.root.name, st, v, elapsed, self.live.done_total(), rate, eta)
         self.summary.show(line1, reason_text(st, v, self.live.waiting, mode))
 
@@ -154,6 +156,7 @@ class GymwatchApp(App):
     # --- watching --------------------------------------------------------------------------
     def _start_watch(self) -> None:
         self._watched = self.live.watch_paths()
+        self.watch_mode = describe(self.change_source, self._watched)   # inotify / polling / injected
         self.run_worker(self._watch(self._watched), name="watch", group="watch",
                         exclusive=True, exit_on_error=False)
 
@@ -197,9 +200,6 @@ class GymwatchApp(App):
         self.run_worker(lambda: headprobe.probe(url), name="head", group="head", thread=True,
                         exclusive=True, exit_on_error=False)
 
-    def watch_mode(self) -> str:
-        return describe(self.change_source, self._watched)
-
     # --- opening evidence and logs -----------------------------------------------------------
     def open_evidence(self, ev: Optional[Evidence]) -> None:
         if ev is None:
@@ -240,6 +240,14 @@ class GymwatchApp(App):
             t = self.trials.trial_at_cursor()
             if t is not None:
                 self.open_evidence(t.evidence or attribution.trial_cause(st, t))
+
+    def open_trial_cause(self, t) -> None:
+        """`l` on a trial: the log line where its cause is (the agent's log for a never-ran)."""
+        cause = attribution.trial_cause(self.live.state, t)
+        if cause is None:
+            self.notify("nothing known beyond its own row" if t.evidence else "no evidence yet")
+            return
+        self.open_evidence(cause)
 
     def _open_server_evidence(self, s) -> None:
         ev = s.failure if s.state == FAILED else (s.errors[-1] if s.errors else None)

@@ -63,11 +63,15 @@ class LiveRun:
             if not self._open():
                 return Changes()
             return self._first_poll()
+        old = self.session.state
         if self._layout_grew():
             self._open()
-            return self._first_poll()
-        changes = self.session.poll()
-        self._sample()
+            changes = self._first_poll()
+        else:
+            changes = self.session.poll()
+            self._sample()
+        if changes.reset and self.session.state is not old:
+            carry_times(old, self.session.state)
         return changes
 
     def _first_poll(self) -> Changes:
@@ -124,3 +128,19 @@ class LiveRun:
             if seen:
                 return min(seen + [self.opened_at])
         return self.opened_at
+
+
+def carry_times(old: RunState, new: RunState) -> None:
+    """After a reset (the run's files were re-read from the start) keep when each server was
+    first seen / became ready / entered its state: the core stamps these at read time, so a
+    re-read would otherwise make every server look ready in under a second."""
+    for name, s in new.servers.items():
+        o = old.servers.get(name)
+        if o is None:
+            continue
+        if o.first_seen is not None and (s.first_seen is None or o.first_seen < s.first_seen):
+            s.first_seen = o.first_seen
+        if o.ready_at is not None and s.ready_at is not None and o.ready_at < s.ready_at:
+            s.ready_at = o.ready_at
+        if o.state == s.state and o.state_since is not None and s.state_since is not None:
+            s.state_since = min(o.state_since, s.state_since)

@@ -66,6 +66,7 @@ class LogPane(Vertical):
     def show(self, path: Path, rel: str, line: Optional[int] = None) -> None:
         """Open a file: at `line` (highlighted, not following) or at its end, following."""
         self.path, self.rel, self.line, self.new_lines = path, rel, line, 0
+        self.border_title = "Evidence" if line else "Log"
         self.view.follow = line is None
         self.view.open(str(path), label=rel, line=line)
         if line is None:

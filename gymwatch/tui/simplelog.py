@@ -118,6 +118,12 @@ class SimpleLogView(Log):
         self._render_line_cache.clear()
         self.refresh()
 
+    def current(self) -> Optional[tuple[str, int]]:
+        """(path, 1-based line) of the highlighted line, else of the top line."""
+        if self.path is None or not self._all:
+            return None
+        return self.path, (self._hl if self._hl is not None else self._top_line()) + 1
+
     def find(self, text: str) -> bool:
         self._find = text
         return self._search(1, start=self._top_line() - 1)

@@ -78,7 +78,7 @@ def cells(t: Trial) -> tuple:
 
 
 class TrialsTable(DataTable):
-    BINDINGS = [("v", "cycle_filter", "Filter"), ("s", "cycle_sort", "Sort")]
+    BINDINGS = [("v", "cycle_filter", "Filter"), ("s", "cycle_sort", "Sort"), ("l", "open_cause", "Cause log")]
 
     def __init__(self, **kw):
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
@@ -170,6 +170,11 @@ class TrialsTable(DataTable):
     def set_sort(self, by: str) -> None:
         self.sort_by = by
         self.rebuild(self.state)
+
+    def action_open_cause(self) -> None:
+        t = self.trial_at_cursor()
+        if t is not None:
+            self.app.open_trial_cause(t)   # type: ignore[attr-defined]
 
     def action_cycle_filter(self) -> None:
         self.set_view(FILTERS[(FILTERS.index(self.view) + 1) % len(FILTERS)])
