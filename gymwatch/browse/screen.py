@@ -69,12 +69,12 @@ class BrowseScreen(Screen):
     BrowseScreen #runs { height: 1fr; }
     """
     BINDINGS = [
-        Binding("enter", "open_run", "Open"),
-        Binding("d", "details", "Details"),
-        Binding("slash", "focus_filter", "Filter", key_display="/"),
-        Binding("v", "cycle_verdict", "Verdict"),
-        Binding("s", "cycle_sort", "Sort"),
-        Binding("r", "rescan", "Rescan"),
+        Binding("enter", "open_run", "Open", id="browse.open"),
+        Binding("d", "details", "Details", id="browse.details"),
+        Binding("slash", "focus_filter", "Filter", key_display="/", id="browse.filter"),
+        Binding("v", "cycle_verdict", "Verdict", id="browse.verdict"),
+        Binding("s", "cycle_sort", "Sort", id="browse.sort"),
+        Binding("r", "rescan", "Rescan", id="browse.rescan"),
         Binding("escape", "clear", "Clear filter", show=False),
         Binding("q", "app.quit", "Quit"),
     ]

@@ -98,23 +98,23 @@ class LogView(ScrollView, can_focus=True):
     LogView:focus { background-tint: $foreground 3%; }
     """
     BINDINGS = [
-        Binding("slash", "find", "Find"),
-        Binding("n", "find_next", "Next", show=False),
-        Binding("N", "find_prev", "Prev", show=False),
-        Binding("F", "filter", "Filter"),
-        Binding("e", "errors", "Errors"),
-        Binding("f", "toggle_follow", "Follow"),
-        Binding("colon,ctrl+g", "jump", "Line"),
-        Binding("g,home", "top", "Top", show=False),
-        Binding("G,end", "bottom", "Bottom", show=False),
+        Binding("slash", "find", "Find", id="logview.find"),
+        Binding("n", "find_next", "Next", show=False, id="logview.find-next"),
+        Binding("N", "find_prev", "Prev", show=False, id="logview.find-prev"),
+        Binding("F", "filter", "Filter", id="logview.filter"),
+        Binding("e", "errors", "Errors", id="logview.errors-only"),
+        Binding("f", "toggle_follow", "Follow", id="logview.follow"),
+        Binding("colon,ctrl+g", "jump", "Line", id="logview.goto-line"),
+        Binding("g,home", "top", "Top", show=False, id="logview.top"),
+        Binding("G,end", "bottom", "Bottom", show=False, id="logview.bottom"),
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown,space", "page(1)", "Page down", show=False),
-        Binding("o", "open_external", "Open"),
-        Binding("c", "copy_where", "Copy path:line"),
-        Binding("C", "copy_line", "Copy line", show=False),
-        Binding("enter", "show_line", "Whole line", show=False),
+        Binding("o", "open_external", "Open", id="logview.open-external"),
+        Binding("c", "copy_where", "Copy path:line", id="logview.copy-where"),
+        Binding("C", "copy_line", "Copy line", show=False, id="logview.copy-line"),
+        Binding("enter", "show_line", "Whole line", show=False, id="logview.whole-line"),
     ]
 
     follow: reactive[bool] = reactive(False)
@@ -170,11 +170,11 @@ class LogView(ScrollView, can_focus=True):
         self.logs = LogSet(sources)
         self.paths = [p for _, p in sources]
         self._rows, self.cursor, self._mark, self._pending = None, 0, None, None
-        self._paused, self._unseen = False, 0
         self._cache.clear()
         self._apply_filter()
         self._update_size()
         self.scroll_to(0, 0, animate=False, immediate=True)
+        self._paused, self._unseen = False, 0       # that scroll was not the user's
         if self._timer is None:
             self._timer = self.set_interval(0.1, self._poll_index)
         self._timer.resume()
