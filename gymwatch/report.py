@@ -35,6 +35,7 @@ def server_json(s: Server) -> dict:
         "failure_reason": s.failure_reason or None, "silent_death": s.silent_death,
         "evidence": _ev(s.failure or s.ready_evidence or s.last_line_at),
         "ready_evidence": _ev(s.ready_evidence), "errors": [e.to_json() for e in s.errors],
+        "http_ok": s.http_ok, "process": s.process,
     }
 
 
@@ -70,10 +71,10 @@ def to_json(state: RunState, v: Optional[Verdict] = None) -> dict[str, Any]:
                  "model": info.model or None, "num_repeats": info.num_repeats,
                  "concurrency": info.concurrency, "commands": info.commands, "run_id": info.run_id or None,
                  "gym_version": info.gym_version or None, "settings": info.settings},
-        "parent": {"started": p.started, "alive": p.alive, "pending": p.pending,
+        "parent": {"started": p.started, "alive": p.alive, "exit_code": p.exit_code, "pending": p.pending,
                    "all_ready": _ev(p.all_ready), "died": _ev(p.died), "timeout": _ev(p.timeout),
                    "traceback": _ev(p.traceback), "head_url": p.head_url},
-        "collector": {"started": c.started, "finished": c.finished, "alive": c.alive,
+        "collector": {"started": c.started, "finished": c.finished, "alive": c.alive, "exit_code": c.exit_code,
                       "progress": list(c.progress) if c.progress else None,
                       "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line)},
         "aggregate_metrics_written": state.aggregate_written,

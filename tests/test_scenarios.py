@@ -183,3 +183,47 @@ def test_head_server_probe_marks_ready_and_maps_ports(tmp_path):
     srv = s.state.servers["env_agent"]
     assert "env_agent" in ch.servers and srv.state == "ready" and srv.http_ok and srv.kind == "agent"
     assert s.state.port_owner[12345] == "env_agent"
+
+
+def test_launched_run_exit_codes_from_status_files_and_manifest_reload(tmp_path):
+    run = Run(tmp_path)
+    run.expect(2)
+    run.rows("", rollout(0))
+    status = run.write("gym_eval_run.status.json", json.dumps({"pid": 999999, "returncode": -9}))
+    manifest = {"version": 1, "run_id": "t1", "created": 1.0, "files": {"output": str(tmp_path / "rollouts.jsonl")},
+                "processes": []}
+    run.write("gymwatch-manifest.json", json.dumps(manifest), append=False)
+    s = RunSession.open(str(tmp_path))
+    s.refresh_processes()
+    s.poll()
+    assert s.state.collector.alive is None and verdict(s.state).name == "collecting"
+    manifest["processes"].append({"role": "eval", "pid": 999999, "create_time": 1.0, "argv": ["gym", "eval", "run"],
+                                  "stdout": str(tmp_path / "gym_eval_run.stdout.log"),
+                                  "stderr": str(tmp_path / "gym_eval_run.stderr.log"), "status_file": str(status)})
+    run.write("gymwatch-manifest.json", json.dumps(manifest) + "\n", append=False)
+    s.refresh_processes()
+    s.poll(final=True)
+    v = verdict(s.state)
+    assert s.state.collector.exit_code == -9 and s.state.collector.alive is False
+    assert v.name == "incomplete" and "killed by signal 9" in v.reason
+    assert s.state.info.commands == ["gym eval run"]
+
+
+def test_env_only_run_stopped_before_ready_is_startup_failed(tmp_path):
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 1 servers ready. Waiting for servers to spin up: ['env']",
+              "NeMo Gym finished!")
+    data, _ = report(tmp_path)
+    assert data["verdict"] == "startup_failed" and "env" in data["reason"]
+
+
+def test_env_only_run_ready_and_stopped_without_collection(tmp_path):
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 1 servers ready. Waiting for servers to spin up: ['env']",
+              "All 1 / 1 servers ready! Polling every 60s")
+    s = RunSession.open(str(tmp_path), check_processes=False)
+    s.poll()
+    assert verdict(s.state).name == "starting" and "ready; no collection" in verdict(s.state).reason
+    run.lines("gym_env_start.stdout.log", "NeMo Gym finished!")
+    s.poll()
+    assert verdict(s.state).name == "incomplete"

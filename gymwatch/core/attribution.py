@@ -25,19 +25,25 @@ def agent_server(state: RunState, name: str = "") -> Optional[Server]:
 
 
 def agent_log_evidence(state: RunState, name: str = "") -> Optional[Evidence]:
-    """The line of the agent's log to read first: its last error, else its last line."""
+    """The line of the agent's log to read first: why it failed to start; else its first error;
+    else its last line."""
     s = agent_server(state, name)
     if s is None:
         return None
     if s.failure is not None:
         return s.failure
     if s.errors:
-        return s.errors[-1]
+        return s.errors[0]
     return s.last_line_at or s.ready_evidence
 
 
 def never_ran_cause(state: RunState, trial: Optional[Trial]) -> Optional[Evidence]:
-    return agent_log_evidence(state, trial.agent if trial else "")
+    """Never-ran: the agent's startup and /run handling (GYM_REFERENCE §6). An error line of the agent
+    may belong to another trial, so unless the agent failed, point where its serving began."""
+    s = agent_server(state, trial.agent if trial else "")
+    if s is None:
+        return None
+    return s.failure or s.ready_evidence or agent_log_evidence(state, s.name)
 
 
 def server_for_port(state: RunState, port: int) -> Optional[Server]:

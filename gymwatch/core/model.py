@@ -142,6 +142,7 @@ class Parent:
 
     started: bool = False
     alive: Optional[bool] = None
+    exit_code: Optional[int] = None
     pending: Optional[list[str]] = None         # last "Waiting for servers to spin up: [...]"
     ready_count: Optional[tuple[int, int]] = None
     all_ready: Optional[Evidence] = None

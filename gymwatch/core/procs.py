@@ -3,6 +3,7 @@ live `gym` process whose command line names the run's files."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,8 @@ class Liveness:
     collector: Optional[bool] = None
     parent_pid: Optional[int] = None
     collector_pid: Optional[int] = None
+    parent_exit: Optional[int] = None      # from the launcher's status file (negative: signal)
+    collector_exit: Optional[int] = None
 
 
 def pid_alive(pid: int, create_time: Optional[float]) -> bool:
@@ -35,17 +38,31 @@ def pid_alive(pid: int, create_time: Optional[float]) -> bool:
         return False
 
 
+def exit_code(status_file: object) -> Optional[int]:
+    """The return code the launcher's wrapper recorded for a gym process, if it has ended."""
+    if not isinstance(status_file, str):
+        return None
+    try:
+        with open(status_file, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    code = data.get("returncode") if isinstance(data, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
 def from_manifest(manifest: dict) -> Liveness:
     live = Liveness()
     for proc in manifest.get("processes") or []:
         if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
             continue
-        alive = pid_alive(proc["pid"], proc.get("create_time"))
+        code = exit_code(proc.get("status_file"))
+        alive = code is None and pid_alive(proc["pid"], proc.get("create_time"))
         role = proc.get("role")
         if role in ("env", "both"):
-            live.parent, live.parent_pid = alive, proc["pid"]
+            live.parent, live.parent_pid, live.parent_exit = alive, proc["pid"], code
         if role in ("eval", "both"):
-            live.collector, live.collector_pid = alive, proc["pid"]
+            live.collector, live.collector_pid, live.collector_exit = alive, proc["pid"], code
     return live
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from . import procs
 from .config import read_info
-from .layout import NotARun, RunLayout, Stream, _hydra_dirs, _streams, discover
+from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, _hydra_dirs, _streams, discover
 from .model import RunState
 from .reducer import Changes, Reducer
 from .tail import Tailer, decode
@@ -35,6 +35,7 @@ class RunSession:
         self.check_processes = check_processes
         self._last_proc_check = 0.0
         self._last_shape_check = 0.0
+        self._manifest_sig: tuple = ()
         self._new_state()
 
     def _new_state(self) -> None:
@@ -190,13 +191,33 @@ class RunSession:
             return
         lay = self.layout
         if lay.manifest:
+            self._reload_manifest()
             live = procs.from_manifest(lay.manifest)
         else:
             live = procs.scan(procs.needles_for(lay.root, lay.rollouts, lay.logs_dir))
         p, c = self.state.parent, self.state.collector
-        if (p.alive, c.alive) != (live.parent, live.collector):
+        facts = (live.parent, live.collector, live.parent_exit, live.collector_exit)
+        if (p.alive, c.alive, p.exit_code, c.exit_code) != facts:
             self.reducer.changes.run = True
-        p.alive, c.alive = live.parent, live.collector
+        p.alive, c.alive, p.exit_code, c.exit_code = facts
+
+    def _reload_manifest(self) -> None:
+        """The launcher updates its manifest (the eval process starts after readiness): follow it."""
+        path = self.layout.root / MANIFEST_NAME
+        sig = _stat_sig(path)
+        if sig == self._manifest_sig:
+            return
+        self._manifest_sig = sig
+        try:
+            fresh = discover(str(self.layout.root))
+        except NotARun:
+            return
+        self.layout.manifest = fresh.manifest
+        self.layout.rollouts = self.layout.rollouts or fresh.rollouts
+        self.layout.streams = fresh.streams
+        for stream in fresh.streams:
+            self._streams.setdefault(stream.path, stream)
+        self.state.info = read_info(self.layout.hydra_dirs, self.layout.bundle_meta, self.layout.manifest)
 
     def apply_probe(self, instances: Optional[list] = None, answers: Optional[dict[str, bool]] = None) -> Changes:
         """Fold in what the head server said (`/server_instances`) and which servers answered `GET /`."""

@@ -61,9 +61,16 @@ def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> None
 
 
 def parent_gave_up(state: RunState) -> bool:
+    """gym env start ended (or gave up) before every server was ready."""
     p = state.parent
-    return bool(p.died or p.timeout or (p.traceback and not p.all_ready) or
-                (p.started and p.alive is False and not p.all_ready and not p.finished))
+    if p.all_ready:
+        return False
+    return bool(p.died or p.timeout or p.traceback or p.finished or (p.started and p.alive is False))
+
+
+def parent_ended(state: RunState) -> bool:
+    p = state.parent
+    return bool(p.finished or p.died or p.timeout or p.traceback or (p.started and p.alive is False))
 
 
 def collector_ended(state: RunState) -> bool:
@@ -98,7 +105,10 @@ def verdict(state: RunState) -> Verdict:
     if not state.collector.started and records == 0:
         if parent_gave_up(state) or any(s.state == FAILED for s in state.servers.values()):
             return _startup_failed(state)
-        return Verdict(V_STARTING, _starting_reason(state), state.parent.wait_line)
+        if state.parent.all_ready and parent_ended(state):
+            return Verdict(V_INCOMPLETE, "every server was ready, but gym env start ended before any "
+                           "collection ran", state.parent.finished or state.parent.last_line, [], EXIT_TRIALS)
+        return Verdict(V_STARTING, _starting_reason(state), state.parent.wait_line or state.parent.all_ready)
     if not collector_ended(state):
         return Verdict(V_COLLECTING, f"{records} of {_total(state)} trials recorded", None)
     c_ = state.collector
@@ -123,6 +133,12 @@ def verdict(state: RunState) -> Verdict:
     return Verdict(V_OK, reason, None, exit_code=code)
 
 
+def _exit_words(code: Optional[int]) -> str:
+    if code is None:
+        return ""
+    return f" (killed by signal {-code})" if code < 0 else f" (exit code {code})"
+
+
 def _total(state: RunState) -> str:
     return str(state.expected_total) if state.expected_total is not None else "?"
 
@@ -135,6 +151,8 @@ def _first(state: RunState, status: str):
 
 def _starting_reason(state: RunState) -> str:
     p = state.parent
+    if p.all_ready:
+        return f"all {len(state.servers)} servers ready; no collection started yet"
     if p.pending:
         return f"waiting for {', '.join(p.pending)}"
     return "servers starting"
@@ -157,8 +175,11 @@ def _startup_failed(state: RunState) -> Verdict:
         related = [e for e in (p.died, p.timeout) if e]
         return Verdict(V_STARTUP_FAILED, f"server {first.name} failed: {first.failure_reason}",
                        first.failure or p.died or p.timeout, related, EXIT_RUN)
-    ev = p.timeout or p.traceback or p.last_line
-    return Verdict(V_STARTUP_FAILED, "gym env start ended before all servers were ready", ev, [], EXIT_RUN)
+    ev = p.timeout or p.traceback or p.finished or p.last_line
+    why = "gym env start ended before all servers were ready"
+    if p.pending:
+        why += f" (still waiting for {', '.join(p.pending)})"
+    return Verdict(V_STARTUP_FAILED, why, ev, [], EXIT_RUN)
 
 
 def _aborted(state: RunState) -> Verdict:
@@ -171,7 +192,7 @@ def _aborted(state: RunState) -> Verdict:
 def _incomplete(state: RunState) -> Verdict:
     c = state.collector
     n = sum(1 for t in state.trials.values() if t.status == T_MISSING)
-    why = (f"the collector ended without `Finished rollout collection!`; {n} trials missing"
-           if not c.finished else f"collection finished but {n} expected trials have no row")
+    why = (f"the collector ended without `Finished rollout collection!`{_exit_words(c.exit_code)}; "
+           f"{n} trials missing" if not c.finished else f"collection finished but {n} expected trials have no row")
     related = [e for e in (attribution.agent_log_evidence(state),) if e]
     return Verdict(V_INCOMPLETE, why, c.last_line or c.error, related, EXIT_TRIALS)
