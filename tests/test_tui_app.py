@@ -225,3 +225,30 @@ async def test_log_follow_pauses_and_counts_new_lines(tmp_path: Path):
         assert "+5 new lines" in header and "paused" in header
         await pilot.press("G")
         assert await wait_for(pilot, lambda: app.pane.new_lines == 0)
+
+
+async def test_mouse_click_on_a_server_shows_its_log():
+    app = fixture_app("mixed_ok")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        assert app.pane.rel == "logs/mcqa.log"
+        row = app.board.get_row_index("policy_model")
+        await pilot.click(app.board, offset=(3, row + 2))      # +2: the border and the header row
+        assert await wait_for(pilot, lambda: app.pane.rel == "logs/policy_model.log")
+        assert app.board.server_at_cursor() == "policy_model"
+
+
+async def test_a_failing_watcher_is_reported_and_the_tick_keeps_polling():
+    async def broken(paths):
+        raise OSError("inotify watch limit reached")
+        yield  # noqa: unreachable - makes this an async generator
+
+    clock = FakeClock()
+    live = LiveRun(str(CASES / "mixed_ok"), clock=clock, check_processes=False)
+    app = GymwatchApp(live, change_source=broken, clock=clock, tick=0.05, animations=False)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: any("watcher stopped" in str(n.message)
+                                                 for n in app._notifications))
+        before = app.polls
+        assert await wait_for(pilot, lambda: app.polls > before + 2)
+        assert app.is_running

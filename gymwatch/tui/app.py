@@ -14,6 +14,7 @@ from typing import Callable, Optional
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.markup import escape
 from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
@@ -207,18 +208,21 @@ class GymwatchApp(App):
             return
         self.pane.show(self._abs(ev.file), ev.file, ev.line)
 
-    def open_server_log(self, name: str) -> None:
+    def open_server_log(self, name: str, force: bool = False) -> None:
+        """Show a server's log, following. `force`: even if that file is open at an evidence line."""
         st = self.live.state
         s = st.servers.get(name) if st else None
         if s is None:
             return
-        rel = s.log_file or next((e.file for e in (s.last_line_at, s.failure, s.ready_evidence) if e), None)
+        own = s.log_file or self.live.server_log(name)
+        rel = own or next((e.file for e in (s.last_line_at, s.failure, s.ready_evidence) if e), None)
         if rel is None:
-            self.pane.border_title = f"Log: {name} (no output yet)"
+            self.pane.border_title = f"Log: {escape(name)} (no output yet)"
             return
-        if rel != self.pane.rel:
-            self.pane.show(self._abs(rel), rel)
-        self.pane.border_title = f"Log: {name}"
+        only = "" if own else f"({name}) "     # a merged log: just this server's lines
+        if rel != self.pane.rel or only != self.pane.only or (force and self.pane.line is not None):
+            self.pane.show(self._abs(rel), rel, only=only)
+        self.pane.border_title = f"Log: {escape(name)}"
 
     def _abs(self, rel: str) -> Path:
         p = Path(rel)
@@ -253,7 +257,7 @@ class GymwatchApp(App):
         ev = s.failure if s.state == FAILED else (s.errors[-1] if s.errors else None)
         if ev is not None:
             self.open_evidence(ev)
-            self.pane.border_title = f"Log: {s.name}"
+            self.pane.border_title = f"Log: {escape(s.name)}"
         else:
             self.open_server_log(s.name)
 

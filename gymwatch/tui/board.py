@@ -81,7 +81,7 @@ class ReadinessBoard(DataTable):
     def action_open_log(self) -> None:
         name = self.server_at_cursor()
         if name:
-            self.app.open_server_log(name)   # type: ignore[attr-defined]
+            self.app.open_server_log(name, force=True)   # type: ignore[attr-defined]
 
 
 def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) -> Text:

@@ -84,6 +84,15 @@ class LiveRun:
         lay = self.session.layout
         return lay.logs_dir is None and lay.kind == "gym_dir" and (lay.root / "logs").is_dir()
 
+    def server_log(self, name: str) -> Optional[str]:
+        """The server's own log (`<logs>/<name>.log`), relative to the root. Server.log_file is
+        never filled by the core, so look at the layout's log dir."""
+        if self.session is None:
+            return None
+        logs = self.session.layout.server_logs()
+        path = logs.get(name) or logs.get(name.replace("/", "_"))
+        return self.session.layout.rel(path) if path is not None else None
+
     def watch_paths(self) -> list[Path]:
         paths = self.session.watch_paths() if self.session else [self.root]
         paths = sorted({p for p in paths if p.exists()})

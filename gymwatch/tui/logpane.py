@@ -45,6 +45,7 @@ class LogPane(Vertical):
         self.new_lines = 0
         self.errors_only = False
         self.line: Optional[int] = None
+        self.only = ""
 
     def compose(self) -> ComposeResult:
         yield Static(id="log-header")
@@ -63,10 +64,14 @@ class LogPane(Vertical):
         self._header()
 
     # --- what to show --------------------------------------------------------------------
-    def show(self, path: Path, rel: str, line: Optional[int] = None) -> None:
-        """Open a file: at `line` (highlighted, not following) or at its end, following."""
+    def show(self, path: Path, rel: str, line: Optional[int] = None, only: str = "") -> None:
+        """Open a file: at `line` (highlighted, not following) or at its end, following.
+        `only`: show just the lines containing it (one server's lines of a merged log)."""
         self.path, self.rel, self.line, self.new_lines = path, rel, line, 0
         self.border_title = "Evidence" if line else "Log"
+        if only != self.only:
+            self.only = only
+            self.view.set_filter(only, errors_only=self.errors_only)   # before open: it applies there
         self.view.follow = line is None
         self.view.open(str(path), label=rel, line=line)
         if line is None:
@@ -126,6 +131,9 @@ class LogPane(Vertical):
                 t.append("  ‖ paused" if follow else "  ‖ not following (f)", style="yellow")
             if self.new_lines:
                 t.append(f"  +{self.new_lines} new lines (End to catch up)", style="bold black on yellow")
+            if self.only:
+                t.append("  ")
+                t.append_text(plain(f"only lines with {self.only.strip()}", 40, "cyan"))
             if self.errors_only:
                 t.append("  errors only", style="red")
         self.query_one("#log-header", Static).update(t)
@@ -139,7 +147,7 @@ class LogPane(Vertical):
 
     def action_errors_only(self) -> None:
         self.errors_only = not self.errors_only
-        self.view.set_filter(getattr(self.view, "filter_text", ""), errors_only=self.errors_only)
+        self.view.set_filter(self.only, errors_only=self.errors_only)
         self._header()
 
     def action_find(self) -> None:
