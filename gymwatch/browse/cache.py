@@ -63,8 +63,8 @@ class SummaryCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".browse-", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"version": VERSION, "runs": self._runs}, fh, separators=(",", ":"))
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:   # dumps: the C encoder, dump is not
+                fh.write(json.dumps({"version": VERSION, "runs": self._runs}, separators=(",", ":")))
             os.replace(tmp, self.path)
             self._dirty = False
         except OSError:
