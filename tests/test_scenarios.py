@@ -227,3 +227,11 @@ def test_env_only_run_ready_and_stopped_without_collection(tmp_path):
     run.lines("gym_env_start.stdout.log", "NeMo Gym finished!")
     s.poll()
     assert verdict(s.state).name == "incomplete"
+
+
+def test_log_offsets_count_lines_like_the_tailer(tmp_path):
+    from gymwatch.core.session import _count_lines
+
+    p = tmp_path / "x.log"
+    p.write_bytes(b"a\r\nb\rc\nd")
+    assert _count_lines(p, 9) == 3 == len(b"a\r\nb\rc\n".decode().splitlines())

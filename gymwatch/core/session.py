@@ -244,18 +244,14 @@ def _stat_sig(path: Path) -> tuple:
 
 
 def _count_lines(path: Path, upto: int) -> int:
+    """Lines in the first `upto` bytes, counted as the Tailer counts them (\n, \r\n, lone \r)."""
     n = 0
     try:
         with open(path, "rb") as fh:
-            left = upto
-            while left > 0:
-                chunk = fh.read(min(1 << 20, left))
-                if not chunk:
-                    break
-                n += chunk.count(b"\n")
-                left -= len(chunk)
+            data = fh.read(upto)
     except OSError:
         return 0
+    n = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
     return n
 
 
