@@ -245,13 +245,19 @@ def _stat_sig(path: Path) -> tuple:
 
 def _count_lines(path: Path, upto: int) -> int:
     """Lines in the first `upto` bytes, counted as the Tailer counts them (\n, \r\n, lone \r)."""
-    n = 0
+    n, left, prev_cr = 0, upto, False
     try:
         with open(path, "rb") as fh:
-            data = fh.read(upto)
+            while left > 0:
+                data = fh.read(min(1 << 20, left))
+                if not data:
+                    break
+                left -= len(data)
+                n += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+                n -= prev_cr and data.startswith(b"\n")   # a \r\n split across two chunks
+                prev_cr = data.endswith(b"\r")
     except OSError:
         return 0
-    n = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
     return n
 
 
