@@ -120,6 +120,8 @@ class GymwatchApp(App):
                 self.board.update(st, changes.servers, now)
                 if changes.trials or changes.removed_trials:
                     self.trials.update(st, changes.trials, changes.removed_trials)
+                else:
+                    self.trials.flush()
             self._summary()
             if changes.files:
                 self.pane.files_changed(changes.files)

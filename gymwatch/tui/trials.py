@@ -5,6 +5,8 @@ A filter or sort change rebuilds the view once (a user action); a poll never doe
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
 from typing import Optional
 
 from rich.text import Text
@@ -17,6 +19,9 @@ COLUMNS = (("task", "Task"), ("rollout", "Roll"), ("attempt", "Att"), ("status",
            ("reward", "Reward"), ("tokens", "Tokens in/out"), ("why", "Failure"))
 FILTERS = ("all", "failed", "never_ran", "missing", "pending")
 SORTS = ("key", "status", "reward", "tokens")
+FILL_BATCH = 1000       # rows added per batch when (re)building the view
+SORT_AT_ONCE = 5000     # smaller tables re-sort on every add; bigger ones at most every SORT_EVERY s
+SORT_EVERY = 2.0
 SEVERITY = {"never_ran": 0, "failed": 1, "missing": 2, "pending": 3, "completed": 4}
 
 
@@ -87,6 +92,10 @@ class TrialsTable(DataTable):
         self.sort_by = "key"
         self._cells: dict[str, tuple] = {}
         self._keys: dict[str, TrialKey] = {}
+        self._fill: OrderedDict[TrialKey, None] = OrderedDict()   # rows still to add, in order
+        self._gen = 0
+        self._needs_sort = False
+        self._sorted_at = 0.0
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -95,21 +104,45 @@ class TrialsTable(DataTable):
 
     # --- live updates -------------------------------------------------------------------
     def rebuild(self, state: Optional[RunState]) -> None:
-        """Clear and re-add the rows in view: on a reset or a filter/sort change only."""
+        """Clear and re-add the rows in view: on a reset or a filter/sort change only.
+
+        Rows go in by batches between paints, so a big run shows its first rows at once."""
         self.state = state
         self.clear()
         self._cells.clear()
         self._keys.clear()
+        self._gen += 1
+        self._fill.clear()
+        self._needs_sort = False
         if state is not None:
-            trials = [t for t in state.trials.values() if self._in_view(t)]
-            for t in sorted(trials, key=lambda t: sort_value(t, self.sort_by)):
-                self._add(t)
+            trials = sorted((t for t in state.trials.values() if self._in_view(t)),
+                            key=lambda t: sort_value(t, self.sort_by))
+            self._fill.update((t.key, None) for t in trials)
+            self._fill_some(self._gen)
         self._title()
+
+    def _fill_some(self, gen: int) -> None:
+        if gen != self._gen or self.state is None:
+            return                       # a newer rebuild took over
+        for _ in range(min(FILL_BATCH, len(self._fill))):
+            key, _ = self._fill.popitem(last=False)
+            t = self.state.trials.get(key)
+            if t is not None and self._in_view(t) and row_key(key) not in self._cells:
+                self._add(t)
+        if self._fill:
+            self.set_timer(0.01, lambda: self._fill_some(gen))   # paint, then the next batch
+        else:
+            self.flush()
+        self._title()
+
+    @property
+    def filling(self) -> bool:
+        return bool(self._fill)
 
     def update(self, state: RunState, changed: set[TrialKey], removed: set[TrialKey]) -> None:
         self.state = state
-        added = False
         for key in removed:
+            self._fill.pop(key, None)
             rk = row_key(key)
             if rk in self._cells:
                 self._remove(rk)
@@ -117,17 +150,28 @@ class TrialsTable(DataTable):
             t = state.trials.get(key)
             rk = row_key(key)
             if t is None or not self._in_view(t):
+                self._fill.pop(key, None)
                 if rk in self._cells:
                     self._remove(rk)
-                continue
-            if rk in self._cells:
+            elif rk in self._cells:
                 self._patch(rk, cells(t))
+            elif self._fill:
+                self._fill[key] = None    # still filling: it goes in with its batch
+                self._needs_sort = True
             else:
                 self._add(t)
-                added = True
-        if added:
-            self._sort()
+                self._needs_sort = True
+        self.flush()
         self._title()
+
+    def flush(self, force: bool = False) -> None:
+        """Sort after adds: at once on small tables, at most every SORT_EVERY s on big ones."""
+        if not self._needs_sort or self._fill:
+            return
+        now = time.monotonic()
+        if force or self.row_count < SORT_AT_ONCE or now - self._sorted_at >= SORT_EVERY:
+            self._needs_sort, self._sorted_at = False, now
+            self._sort()
 
     def _add(self, t: Trial) -> None:
         rk = row_key(t.key)
@@ -138,7 +182,9 @@ class TrialsTable(DataTable):
     def _patch(self, rk: str, new: tuple) -> None:
         for (col, _), a, b in zip(COLUMNS, self._cells[rk], new):
             if a != b:
-                self.update_cell(rk, col, b, update_width=True)
+                # Widen only: a narrower value makes DataTable re-measure the whole column.
+                wider = b.cell_len > self.columns[col].content_width
+                self.update_cell(rk, col, b, update_width=wider)
         self._cells[rk] = new
 
     def _remove(self, rk: str) -> None:
@@ -160,7 +206,8 @@ class TrialsTable(DataTable):
     def _title(self) -> None:
         n = len(self.state.trials) if self.state else 0
         shown = "" if self.view == "all" else f" · showing {self.view.replace('_', '-')} ({self.row_count})"
-        self.border_title = f"Trials {n}{shown} · sort: {self.sort_by}"
+        loading = f" · loading {self.row_count}/{self.row_count + len(self._fill)}" if self._fill else ""
+        self.border_title = f"Trials {n}{shown}{loading} · sort: {self.sort_by}"
 
     # --- user actions -------------------------------------------------------------------
     def set_view(self, view: str) -> None:
