@@ -252,3 +252,14 @@ async def test_a_failing_watcher_is_reported_and_the_tick_keeps_polling():
         before = app.polls
         assert await wait_for(pilot, lambda: app.polls > before + 2)
         assert app.is_running
+
+
+async def test_evidence_line_is_on_screen():
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        await pilot.press("right_square_bracket")            # a missing trial: the collector's error
+        assert app.pane.rel == "gym_eval_run.stderr.log" and app.pane.line == 57
+        view = app.pane.view
+        assert await wait_for(pilot, lambda: view_settled(app) and view.current()[1] == 57
+                              and view.scroll_y <= view.cursor < view.scroll_y + view.size.height)

@@ -69,5 +69,6 @@ async def test_startup_failure_appears_live(tmp_path: Path):
         app.hints.put_nowait("all")
         assert await wait_for(pilot, lambda: app.board.row_count == 3
                               and "failed" in app.board.get_cell("policy_model", "state").plain)
+        assert any("startup failed" in str(n.message) for n in app._notifications)
         await pilot.press("right_square_bracket")
         assert app.pane.rel == "logs/policy_model.log" and app.pane.line == 9

@@ -66,6 +66,7 @@ class GymwatchApp(App):
         self._fail_idx = -1
         self.head_error = ""
         self.polls = 0                # refresh_run calls (tests wait on it)
+        self._last_verdict: Optional[str] = None
         self._started = False
         self._follow_board = False    # board highlights open logs (once the first log is chosen)
         if not animations:
@@ -132,6 +133,7 @@ class GymwatchApp(App):
     def _summary(self) -> None:
         st = self.live.state
         v = verdict(st) if st is not None else None
+        self._verdict_changed(v)
         live = v is not None and v.name in ("starting", "collecting")
         elapsed = self.clock() - self.live.started() if live else None
         rate, eta = self.live.rate_eta() if v is not None and v.name == "collecting" else (None, None)
@@ -139,6 +141,14 @@ class GymwatchApp(App):
         mode = " · ".join(x for x in ("replay" if self.live.replay else "", polling, self.head_error) if x)
         line1 = summary_text(self.live.root.name, st, v, elapsed, self.live.done_total(), rate, eta)
         self.summary.show(line1, reason_text(st, v, self.live.waiting, mode))
+
+    def _verdict_changed(self, v) -> None:
+        """A live run that turns bad says so once (the summary line stays)."""
+        name = v.name if v is not None else None
+        before, self._last_verdict = self._last_verdict, name
+        if before in ("starting", "collecting") and name != before and v.exit_code:
+            self.notify(f"{name.replace('_', ' ')}: press ! to see the evidence", severity="error",
+                        timeout=8, markup=False)
 
     def _first_log(self) -> None:
         if not self.is_running:

@@ -76,7 +76,20 @@ class LogPane(Vertical):
         self.view.open(str(path), label=rel, line=line)
         if line is None:
             self.call_after_refresh(self._to_end, 3)
+        else:
+            self.call_after_refresh(self._reveal, 3)
         self._header()
+
+    def _reveal(self, tries: int) -> None:
+        """Make sure the evidence line is on screen once the view's size is laid out.
+
+        Works around LogView sometimes leaving the view at the top after a jump."""
+        view, line = self.view, self.line
+        cur = getattr(view, "cursor", None)
+        if line and cur is not None and not view.scroll_y <= cur < view.scroll_y + view.size.height:
+            view.goto_line(line)
+        if tries > 1 and line:
+            self.set_timer(0.1, lambda: self._reveal(tries - 1))
 
     def _to_end(self, tries: int) -> None:
         """Following: make sure the view starts at its end once its size is laid out.
