@@ -218,12 +218,25 @@ def _rollout_fast(obj: dict) -> Optional[RowFacts]:
         return None
     response = obj.get("response")
     inp = out = None
+    nr = False
     if type(response) is dict:
         usage = response.get("usage")
         if type(usage) is dict:
             inp = _tokens(usage, "input_tokens", "prompt_tokens")
             out = _tokens(usage, "output_tokens", "completion_tokens")
-    return RowFacts(task, rollout, attempt, reward, inp, out, never_ran(response), _agent_fast(obj))
+        output = response.get("output", _MISSING)
+        if output is not _MISSING and (output is None or (type(output) in _CONTAINERS and not output)):
+            nr = never_ran(response)     # rule 1 holds: the rest of the rule decides
+    ref = obj.get(AGENT_REF_KEY)
+    agent = ""
+    if type(ref) is dict:
+        name = ref.get("name")
+        if type(name) is str:
+            agent = name
+    return RowFacts(task, rollout, attempt, reward, inp, out, nr, agent)
+
+
+_CONTAINERS = (list, str, dict)
 
 
 def rollout_facts(raw: bytes) -> RowFacts:
