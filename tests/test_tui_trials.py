@@ -38,7 +38,7 @@ async def test_big_view_fills_in_batches_and_takes_updates_meanwhile():
         assert await wait_for(pilot, lambda: not table.filling)
         assert table.row_count == n + 1
         assert table.get_cell(row_key(last.key), "status").plain == "◆ NEVER RAN"
-        assert table.get_row_at(table.row_count - 1)[0].plain == str(n)   # key order kept
+        assert str(table.get_row_at(table.row_count - 1)[0]) == str(n)   # key order kept
 
 
 async def test_new_rows_are_sorted_into_place():

@@ -22,7 +22,7 @@ STATUS_LOOK = {  # trial status -> (label, style of the status cell, style of th
     "failed": ("✗ failed", "bold red", "red"),
     "never_ran": ("◆ NEVER RAN", "bold white on dark_magenta", "bold magenta"),
     "missing": ("? missing", "bold yellow", "yellow"),
-    "pending": ("… pending", "dim", "dim"),
+    "pending": ("… pending", "dim", ""),
 }
 VERDICT_LOOK = {
     "starting": ("◐ STARTING", "bold yellow"),

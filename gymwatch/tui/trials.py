@@ -45,7 +45,7 @@ LABEL_STATUS = {v[0]: k for k, v in STATUS_LOOK.items()}
 
 def row_sort_value(row: tuple, by: str) -> tuple:
     """sort_value() computed back from a row's cells (DataTable.sort sees cells, not trials)."""
-    task, roll, att, status, rw, toks = (c.plain for c in row[:6])
+    task, roll, att, status, rw, toks = (getattr(c, "plain", c) for c in row[:6])
     k = (int(task), int(roll), int(att) if att else -1)
     if by == "status":
         return (SEVERITY.get(LABEL_STATUS.get(status, ""), 9),) + k
@@ -77,6 +77,9 @@ def cells(t: Trial) -> tuple:
     if t.status == "missing" and not why:
         why = "no row: the collector ended without it"
     att = "" if t.attempt_index is None else str(t.attempt_index)
+    if not row_style:   # the common rows: plain strings (digits only: no markup) save memory
+        return (str(t.task_index), str(t.rollout_index), att, Text(label, style=style), rw, toks,
+                plain(why, 100) if why else "")
     return (Text(str(t.task_index), style=row_style), Text(str(t.rollout_index), style=row_style),
             Text(att, style=row_style), Text(label, style=style), Text(rw, style=row_style),
             Text(toks, style=row_style), plain(why, 100, row_style))
@@ -183,7 +186,7 @@ class TrialsTable(DataTable):
         for (col, _), a, b in zip(COLUMNS, self._cells[rk], new):
             if a != b:
                 # Widen only: a narrower value makes DataTable re-measure the whole column.
-                wider = b.cell_len > self.columns[col].content_width
+                wider = (b.cell_len if isinstance(b, Text) else len(b)) > self.columns[col].content_width
                 self.update_cell(rk, col, b, update_width=wider)
         self._cells[rk] = new
 
