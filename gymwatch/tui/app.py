@@ -14,12 +14,10 @@ from typing import Callable, Optional
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.markup import escape
-from textual.widgets import DataTable, Footer
+from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from ..core import attribution
-from ..core.model import FAILED, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence
+from ..core.model import FAILED
 from ..core.reducer import Changes
 from ..core.verdict import verdict
 from . import head as headprobe
@@ -28,15 +26,15 @@ from .commands import GymwatchCommands
 from .helpscreen import HelpScreen
 from .live import LiveRun
 from .logpane import LogPane
+from .navigate import EvidenceNav
 from .summary import Summary, reason_text, summary_text
 from .trials import TrialsTable
 from .watch import ChangeSource, describe, watchfiles_source
 
-PROBLEMS = (T_FAILED, T_NEVER_RAN, T_MISSING)
 HEAD_EVERY = 5.0
 
 
-class GymwatchApp(App):
+class GymwatchApp(EvidenceNav, App):
     CSS_PATH = "app.tcss"
     TITLE = "gymwatch"
     COMMANDS = App.COMMANDS | {GymwatchCommands}
@@ -212,108 +210,6 @@ class GymwatchApp(App):
         url = self.head
         self.run_worker(lambda: headprobe.probe(url), name="head", group="head", thread=True,
                         exclusive=True, exit_on_error=False)
-
-    # --- opening evidence and logs -----------------------------------------------------------
-    def open_evidence(self, ev: Optional[Evidence]) -> None:
-        if ev is None:
-            self.notify("no evidence line for this one yet", severity="warning")
-            return
-        self.pane.show(self._abs(ev.file), ev.file, ev.line)
-
-    def open_server_log(self, name: str, force: bool = False) -> None:
-        """Show a server's log, following. `force`: even if that file is open at an evidence line."""
-        st = self.live.state
-        s = st.servers.get(name) if st else None
-        if s is None:
-            return
-        own = s.log_file or self.live.server_log(name)
-        rel = own or next((e.file for e in (s.last_line_at, s.failure, s.ready_evidence) if e), None)
-        if rel is None:
-            self.pane.border_title = f"Log: {escape(name)} (no output yet)"
-            return
-        only = "" if own else f"({name}) "     # a merged log: just this server's lines
-        if rel != self.pane.rel or only != self.pane.only or (force and self.pane.line is not None):
-            self.pane.show(self._abs(rel), rel, only=only)
-        self.pane.border_title = f"Log: {escape(name)}"
-
-    def _abs(self, rel: str) -> Path:
-        p = Path(rel)
-        return p if p.is_absolute() else self.live.root / p
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table is self.board and event.row_key.value and self._follow_board:
-            self.open_server_log(event.row_key.value)
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        st = self.live.state
-        if st is None:
-            return
-        if event.data_table is self.board:
-            s = st.servers.get(event.row_key.value)
-            if s is not None:
-                self._open_server_evidence(s)
-        elif event.data_table is self.trials:
-            t = self.trials.trial_at_cursor()
-            if t is not None:
-                self.open_evidence(t.evidence or attribution.trial_cause(st, t))
-
-    def open_trial_cause(self, t) -> None:
-        """`l` on a trial: the log line where its cause is (the agent's log for a never-ran)."""
-        cause = attribution.trial_cause(self.live.state, t)
-        if cause is None:
-            self.notify("nothing known beyond its own row" if t.evidence else "no evidence yet")
-            return
-        self.open_evidence(cause)
-
-    def _open_server_evidence(self, s) -> None:
-        ev = s.failure if s.state == FAILED else (s.errors[-1] if s.errors else None)
-        if ev is not None:
-            self.open_evidence(ev)
-            self.pane.border_title = f"Log: {escape(s.name)}"
-        else:
-            self.open_server_log(s.name)
-
-    # --- failures ----------------------------------------------------------------------------
-    def failures(self) -> list[tuple[str, object]]:
-        st = self.live.state
-        if st is None:
-            return []
-        out: list[tuple[str, object]] = [("server", s.name) for s in st.servers.values() if s.state == FAILED]
-        trials = sorted((t for t in st.trials.values() if t.status in PROBLEMS), key=lambda t: (
-            t.task_index, t.rollout_index, -1 if t.attempt_index is None else t.attempt_index))
-        out += [("trial", t.key) for t in trials]
-        return out
-
-    def _go_failure(self, step: int) -> None:
-        items = self.failures()
-        if not items:
-            self.notify("no failures so far")
-            return
-        self._fail_idx = (self._fail_idx + step) % len(items)
-        kind, ref = items[self._fail_idx]
-        st = self.live.state
-        if kind == "server":
-            self.board.select(ref)
-            self.board.focus()
-            self._open_server_evidence(st.servers[ref])
-        else:
-            if not self.trials.select(ref):
-                self.trials.set_view("all")
-                self.trials.select(ref)
-            self.trials.focus()
-            t = st.trials[ref]
-            self.open_evidence(t.evidence or attribution.trial_cause(st, t))
-
-    def action_next_failure(self) -> None:
-        self._go_failure(1)
-
-    def action_prev_failure(self) -> None:
-        self._go_failure(-1)
-
-    def action_verdict_evidence(self) -> None:
-        st = self.live.state
-        if st is not None:
-            self.open_evidence(verdict(st).evidence)
 
     # --- other actions -----------------------------------------------------------------------
     def action_help(self) -> None:
