@@ -262,3 +262,17 @@ async def test_evidence_line_is_on_screen():
         view = app.pane.view
         assert await wait_for(pilot, lambda: view_settled(app) and view.current()[1] == 57
                               and view.scroll_y <= view.cursor < view.scroll_y + view.size.height)
+
+
+async def test_verdict_evidence_and_follow_keys():
+    app = fixture_app("startup_failed")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        app.open_server_log("mcqa")
+        assert app.pane.rel == "logs/mcqa.log" and app.pane.view.follow
+        await pilot.press("exclamation_mark")
+        assert app.pane.rel == "logs/policy_model.log" and app.pane.line == 9
+        assert not app.pane.view.follow
+        await pilot.press("f")
+        assert app.pane.view.follow
+        assert "following" in str(app.pane.query_one("#log-header").render())
