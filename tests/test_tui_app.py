@@ -12,6 +12,7 @@ from gymwatch.tui.app import GymwatchApp
 from gymwatch.tui.live import LiveRun
 from gymwatch.tui.summary import Summary
 from gymwatch.tui.testing import CASES, FakeClock, fixture_app, make_app, view_settled, wait_for
+from gymwatch.tui.trials import COLUMNS
 
 SIZE = (120, 40)
 
@@ -276,3 +277,22 @@ async def test_verdict_evidence_and_follow_keys():
         await pilot.press("f")
         assert app.pane.view.follow
         assert "following" in str(app.pane.query_one("#log-header").render())
+
+
+async def test_clicking_a_column_header_sorts():
+    app = fixture_app("some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        x = sum(len(label) + 2 for _, label in COLUMNS[:3]) + 3     # inside "Status"
+        await pilot.click(app.trials, offset=(x, 1))                 # the header row, below the border
+        assert await wait_for(pilot, lambda: app.trials.sort_by == "status")
+        assert app.trials.get_row_at(0)[3].plain == "◆ NEVER RAN"
+
+
+async def test_bindings_can_be_remapped():
+    app = fixture_app("some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        app.set_keymap({"gymwatch.next_failure": "x"})
+        await pilot.press("x")
+        assert app.trials.trial_at_cursor().key == (1, 0, None)

@@ -35,19 +35,20 @@ HEAD_EVERY = 5.0
 
 
 class GymwatchApp(EvidenceNav, App):
+    """Bindings carry ids (gymwatch.*) so App.set_keymap can remap them."""
     CSS_PATH = "app.tcss"
     TITLE = "gymwatch"
     COMMANDS = App.COMMANDS | {GymwatchCommands}
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
+        Binding("q", "quit", "Quit", id="gymwatch.quit"),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("right_square_bracket", "next_failure", "Next failure", key_display="]"),
-        Binding("left_square_bracket", "prev_failure", "Prev failure", key_display="["),
-        Binding("exclamation_mark", "verdict_evidence", "Evidence", key_display="!"),
-        Binding("slash", "find", "Find", key_display="/"),
-        Binding("f", "toggle_follow", "Follow"),
-        Binding("e", "errors_only", "Errors", show=False),
+        Binding("question_mark", "help", "Help", key_display="?", id="gymwatch.help"),
+        Binding("right_square_bracket", "next_failure", "Next failure", key_display="]", id="gymwatch.next_failure"),
+        Binding("left_square_bracket", "prev_failure", "Prev failure", key_display="[", id="gymwatch.prev_failure"),
+        Binding("exclamation_mark", "verdict_evidence", "Evidence", key_display="!", id="gymwatch.evidence"),
+        Binding("slash", "find", "Find", key_display="/", id="gymwatch.find"),
+        Binding("f", "toggle_follow", "Follow", id="gymwatch.follow"),
+        Binding("e", "errors_only", "Errors", show=False, id="gymwatch.errors"),
     ]
 
     def __init__(self, run: LiveRun | str, logs: Optional[str] = None, *,
