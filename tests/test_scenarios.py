@@ -131,17 +131,22 @@ def test_end_to_end_eval_stream_carries_readiness(tmp_path):
 
 
 def test_live_timings_with_a_clock(tmp_path):
-    now = [100.0]
+    now = [90.0]
     run = Run(tmp_path)
-    run.server_log("env", "Resolved 3 packages in 1s")
+    run.server_log("old", "Resolved 3 packages in 1s")       # already there: seen, but untimed
     s = RunSession.open(str(tmp_path), clock=lambda: now[0], check_processes=False)
+    s.poll()
+    assert s.state.servers["old"].first_seen is None and s.state.servers["old"].state_since is None
+    now[0] = 100.0
+    run.server_log("env", "Resolved 3 packages in 1s")
     s.poll()
     now[0] = 130.0
     run.server_log("env", "INFO:     Uvicorn running on http://127.0.0.1:4 (Press CTRL+C to quit)")
     ch = s.poll()
     srv = s.state.servers["env"]
     assert "env" in ch.servers and srv.state == "ready" and srv.ready_at - srv.first_seen == 30.0
-    assert to_json(s.state)["servers"][0]["time_to_ready"] == 30.0
+    assert next(x for x in to_json(s.state)["servers"] if x["name"] == "env")["time_to_ready"] == 30.0
+    assert srv.log_file == "logs/env.log"
 
 
 def test_no_agent_ran_points_at_agent_log(tmp_path):

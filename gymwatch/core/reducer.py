@@ -77,6 +77,7 @@ class Reducer:
         if pref is not None and pref != name and pref in self.state.servers:
             name = pref   # a foreign line in a shared file: trust the prefix
         self._server_text(name, body if pref is not None else text, Evidence(file, lineno, text))
+        self.state.servers[name].log_file = file
 
     def _server_text(self, name: str, body: str, ev: Evidence) -> None:
         s = self.server(name)

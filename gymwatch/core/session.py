@@ -36,18 +36,24 @@ class RunSession:
         self._last_proc_check = 0.0
         self._last_shape_check = 0.0
         self._manifest_sig: tuple = ()
+        self._caught_up = False
         self._new_state()
 
     def _new_state(self) -> None:
         self.state = RunState(root=str(self.layout.root), kind=self.layout.kind)
         self._config_sig: tuple = ()
         self._refresh_info()
-        self.reducer = Reducer(self.state, self._now)
+        self.reducer = Reducer(self.state, self._line_clock)
         self.tailers: dict[Path, Tailer] = {}
         self._streams: dict[Path, Stream] = {s.path: s for s in self.layout.streams}
 
     def _now(self) -> Optional[float]:
         return self.clock() if self.clock else None
+
+    def _line_clock(self) -> Optional[float]:
+        """When a line was seen. Lines already there at the first read have no time: stamping them
+        with the attach time would make every server look ready in under a second."""
+        return self._now() if self._caught_up else None
 
     @classmethod
     def open(cls, path: str, logs: Optional[str] = None, **kw) -> "RunSession":
@@ -57,6 +63,7 @@ class RunSession:
     # --- reading -------------------------------------------------------------------
     def poll(self, final: bool = False) -> Changes:
         """Read every watched file from its offset. `final`: the run is over, take partial lines too."""
+        stamp = self._line_clock()   # None on the first read: the lines already there are untimed
         now = time.monotonic()
         reshape = final or now - self._last_shape_check >= SHAPE_CHECK_EVERY
         if reshape:
@@ -66,12 +73,16 @@ class RunSession:
             self._new_state()
         elif reshape:
             self._refresh_info()
+        old = self.state
         reset = self._poll_files(final) or reset
         if reset:
             self._new_state()
             self._poll_files(final)
+        if reset:
+            carry_times(old, self.state)
+        self._caught_up = True
         self._processes()
-        settle(self.state, self.reducer.trackers, self._now())
+        settle(self.state, self.reducer.trackers, stamp)
         self.state.now = self._now()
         changes = self.reducer.take_changes()
         changes.reset = reset
@@ -233,6 +244,21 @@ class RunSession:
 
     def is_live(self) -> bool:
         return bool(self.state.parent.alive or self.state.collector.alive)
+
+
+def carry_times(old: RunState, new: RunState) -> None:
+    """After the run's files were re-read from the start, keep when each server was first seen,
+    became ready and entered its state: a re-read stamps those with the time of the re-read."""
+    for name, s in new.servers.items():
+        o = old.servers.get(name)
+        if o is None:
+            continue
+        if o.first_seen is not None and (s.first_seen is None or o.first_seen < s.first_seen):
+            s.first_seen = o.first_seen
+        if o.ready_at is not None and s.ready_at is not None and o.ready_at < s.ready_at:
+            s.ready_at = o.ready_at
+        if o.state == s.state and o.state_since is not None and (s.state_since is None or o.state_since < s.state_since):
+            s.state_since = o.state_since
 
 
 def _stat_sig(path: Path) -> tuple:

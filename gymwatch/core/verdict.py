@@ -153,8 +153,9 @@ def _starting_reason(state: RunState) -> str:
     p = state.parent
     if p.all_ready:
         return f"all {len(state.servers)} servers ready; no collection started yet"
-    if p.pending:
-        return f"waiting for {', '.join(p.pending)}"
+    waiting = [s.name for s in state.servers.values() if not s.became_ready] or p.pending
+    if waiting:
+        return f"waiting for {', '.join(waiting)}"
     return "servers starting"
 
 

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 from ..core.layout import NotARun
 from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState
 from ..core.reducer import Changes
-from ..core.session import RunSession
+from ..core.session import RunSession, carry_times
 from ..core.verdict import collector_ended
 from ..replay import MARKER
 
@@ -139,17 +139,3 @@ class LiveRun:
         return self.opened_at
 
 
-def carry_times(old: RunState, new: RunState) -> None:
-    """After a reset (the run's files were re-read from the start) keep when each server was
-    first seen / became ready / entered its state: the core stamps these at read time, so a
-    re-read would otherwise make every server look ready in under a second."""
-    for name, s in new.servers.items():
-        o = old.servers.get(name)
-        if o is None:
-            continue
-        if o.first_seen is not None and (s.first_seen is None or o.first_seen < s.first_seen):
-            s.first_seen = o.first_seen
-        if o.ready_at is not None and s.ready_at is not None and o.ready_at < s.ready_at:
-            s.ready_at = o.ready_at
-        if o.state == s.state and o.state_since is not None and s.state_since is not None:
-            s.state_since = min(o.state_since, s.state_since)
