@@ -21,11 +21,18 @@ class UserError(Exception):
 
 def _report(args: argparse.Namespace) -> int:
     from .core.session import read_run
-    from .report import malformed_summary, render
+    from .core.verdict import verdict
+    from .report import iter_json, malformed_summary, render
 
     session = read_run(args.path, args.logs, check_processes=not args.no_process_check)
-    text, code = render(session.state, args.format)
-    sys.stdout.write(text)
+    if args.format == "json":
+        v = verdict(session.state)
+        code = v.exit_code
+        for piece in iter_json(session.state, v):
+            sys.stdout.write(piece)
+    else:
+        text, code = render(session.state, args.format)
+        sys.stdout.write(text)
     warning = malformed_summary(session.state)
     if warning:
         print(f"gymwatch: {warning}", file=sys.stderr)

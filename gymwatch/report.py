@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
+
+from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
 from .core import attribution
@@ -14,6 +15,7 @@ from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
 
 SHOW_TRIALS = 50   # text/markdown list at most this many problem trials; JSON lists all
+JSON_CHUNK = 2000  # trials serialised per piece
 
 
 def _ev(e: Optional[Evidence]) -> Optional[dict]:
@@ -58,7 +60,7 @@ def sorted_trials(state: RunState) -> list[Trial]:
     return sorted(state.trials.values(), key=lambda t: (t.task_index, t.rollout_index, t.attempt_index or -1))
 
 
-def to_json(state: RunState, v: Optional[Verdict] = None) -> dict[str, Any]:
+def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -> dict[str, Any]:
     v = v or verdict(state)
     c, p, info = state.collector, state.parent, state.info
     return {
@@ -79,7 +81,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None) -> dict[str, Any]:
                       "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line)},
         "aggregate_metrics_written": state.aggregate_written,
         "servers": [server_json(s) for s in state.servers.values()],
-        "trials": [trial_json(state, t) for t in sorted_trials(state)],
+        "trials": [trial_json(state, t) for t in sorted_trials(state)] if trials else [],
         "malformed": {"count": state.malformed_count,
                       "lines": [{"file": m.file, "line": m.line, "reason": m.reason} for m in state.malformed]},
         "unattributed_records": state.unattributed_records,
@@ -222,10 +224,24 @@ def _md(text: str) -> str:
     return clean(text).replace("|", "\\|").replace("`", "'")
 
 
+def iter_json(state: RunState, v: Optional[Verdict] = None) -> Iterator[str]:
+    """The JSON report in pieces, one trial per line: a 100k-trial run is serialised a chunk at
+    a time (pydantic-core's encoder), never held whole in memory."""
+    head = to_json(state, v, trials=False)
+    del head["trials"]
+    text = to_json_bytes(head, indent=2).decode()
+    yield text[: text.rindex("}")].rstrip() + ',\n  "trials": ['
+    trials = sorted_trials(state)
+    for i in range(0, len(trials), JSON_CHUNK):
+        rows = (to_json_bytes(trial_json(state, t)).decode() for t in trials[i:i + JSON_CHUNK])
+        yield ("," if i else "") + "\n    " + ",\n    ".join(rows)
+    yield "\n  ]\n}\n"
+
+
 def render(state: RunState, fmt: str) -> tuple[str, int]:
     v = verdict(state)
     if fmt == "json":
-        return json.dumps(to_json(state, v), indent=2) + "\n", v.exit_code
+        return "".join(iter_json(state, v)), v.exit_code
     if fmt == "md":
         return to_markdown(state, v), v.exit_code
     return to_text(state, v), v.exit_code

@@ -290,3 +290,18 @@ def test_debug_flag_shows_traceback_otherwise_one_line(tmp_path, monkeypatch):
     debug = subprocess.run([sys.executable, "-c", code, "--debug", "report", str(tmp_path)], capture_output=True,
                            text=True, env=env, timeout=60)
     assert "Traceback" in debug.stderr
+
+
+def test_non_finite_numbers_are_not_counts_or_rewards(tmp_path):
+    run = Run(tmp_path)
+    run.expect(2)
+    run.write("rollouts.jsonl", b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": NaN, "response": '
+                                b'{"output": [1], "usage": {"input_tokens": 1e400, "output_tokens": NaN}}}\n')
+    run.rows("", rollout(1, reward=0.5))
+    run.finish()
+    proc = cli("report", tmp_path, "--format", "json", "--no-process-check")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    t0 = data["trials"][0]
+    assert t0["status"] == "completed" and t0["reward"] is None and t0["input_tokens"] is None
+    assert data["mean_reward"] == 0.5

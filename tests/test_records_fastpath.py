@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from pathlib import Path
@@ -93,7 +94,7 @@ def _o_usage(response: Any, facts: RowFacts) -> None:
                        ("output_tokens", ("output_tokens", "completion_tokens"))):
         for k in keys:
             v = usage.get(k)
-            if _o_is_number(v):
+            if _o_is_number(v) and math.isfinite(v):   # 1e400 / NaN are not counts
                 setattr(facts, attr, int(v))
                 break
 
@@ -106,7 +107,7 @@ def oracle_rollout(raw: bytes) -> RowFacts:
     facts.never_ran = _o_never_ran(response)
     _o_usage(response, facts)
     reward = obj.get("reward")
-    if _o_is_number(reward):
+    if _o_is_number(reward) and math.isfinite(reward):
         facts.reward = float(reward)
     elif "reward" in obj and not facts.problem:
         facts.problem = f"reward is {type(reward).__name__} {records._short(repr(reward))}, not a number"

@@ -6,6 +6,8 @@ The key names that join Gym (the writer) and gymwatch (the reader) live here onl
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -83,14 +85,16 @@ def _keys(obj: dict, facts: RowFacts) -> None:
     facts.agent = _agent(obj)
 
 
-def _first_number(usage: dict, a: str, b: str) -> Optional[int]:
-    v = usage.get(a)
-    if is_number(v):
-        return int(v)
-    v = usage.get(b)
-    if is_number(v):
+def _count(v: Any) -> Optional[int]:
+    """A token count: an int, or a finite float (1e400 and NaN are not counts)."""
+    if type(v) is int or (type(v) is float and math.isfinite(v)):
         return int(v)
     return None
+
+
+def _first_number(usage: dict, a: str, b: str) -> Optional[int]:
+    c = _count(usage.get(a))
+    return c if c is not None else _count(usage.get(b))
 
 
 def _usage(response: Any, facts: RowFacts) -> None:
@@ -111,7 +115,7 @@ def _rollout_from(obj: dict) -> RowFacts:
     facts.never_ran = never_ran(response)
     _usage(response, facts)
     reward = obj.get("reward")
-    if is_number(reward):
+    if is_number(reward) and math.isfinite(reward):
         facts.reward = float(reward)
     elif "reward" in obj and not facts.problem:
         facts.problem = f"reward is {type(reward).__name__} {_short(repr(reward))}, not a number"
@@ -187,16 +191,6 @@ def _agent_fast(obj: dict) -> str:
     return ""
 
 
-def _tokens(usage: dict, a: str, b: str) -> Optional[int]:
-    v = usage.get(a)
-    if type(v) is int or type(v) is float:
-        return int(v)
-    v = usage.get(b)
-    if type(v) is int or type(v) is float:
-        return int(v)
-    return None
-
-
 def _rollout_fast(obj: dict) -> Optional[RowFacts]:
     """`_rollout_from` for the usual shape of a projected row (plain JSON types only); None for
     anything else, which then takes the general code. Same facts by construction."""
@@ -210,7 +204,7 @@ def _rollout_fast(obj: dict) -> Optional[RowFacts]:
     elif type(attempt) is not int or attempt < 0:
         return None
     reward = obj.get("reward", _MISSING)
-    if type(reward) is float or type(reward) is int:
+    if type(reward) is int or (type(reward) is float and math.isfinite(reward)):
         reward = float(reward)
     elif reward is _MISSING:
         reward = None
@@ -222,8 +216,12 @@ def _rollout_fast(obj: dict) -> Optional[RowFacts]:
     if type(response) is dict:
         usage = response.get("usage")
         if type(usage) is dict:
-            inp = _tokens(usage, "input_tokens", "prompt_tokens")
-            out = _tokens(usage, "output_tokens", "completion_tokens")
+            inp = usage.get("input_tokens")   # the usual case inline: a plain int
+            if type(inp) is not int:
+                inp = _first_number(usage, "input_tokens", "prompt_tokens")
+            out = usage.get("output_tokens")
+            if type(out) is not int:
+                out = _first_number(usage, "output_tokens", "completion_tokens")
         output = response.get("output", _MISSING)
         if output is not _MISSING and (output is None or (type(output) in _CONTAINERS and not output)):
             nr = never_ran(response)     # rule 1 holds: the rest of the rule decides

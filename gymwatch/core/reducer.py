@@ -263,12 +263,13 @@ class Reducer:
         facts = self._facts(records.rollout_facts, file, lineno, raw)
         if facts is None:
             return
-        if facts.agent:
+        if facts.agent and facts.agent not in self.state.agent_names:
             self.state.agent_names.add(facts.agent)
         t = self._trial(facts, file, lineno)
         if t is None:
             return
-        t.agent = facts.agent or t.agent
+        if facts.agent:
+            t.agent = facts.agent
         t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
         t.evidence = Evidence(file, lineno)
         if facts.never_ran:
@@ -278,8 +279,8 @@ class Reducer:
             t.failure_class, t.message = facts.failure_class, facts.message
         else:
             t.status, t.reward = T_COMPLETED, facts.reward
-            t.failure_class = t.message = ""
-        self.state.collector.started = True
+            if t.failure_class:
+                t.failure_class = t.message = ""
 
     def failure_row(self, file: str, lineno: int, raw: bytes) -> None:
         facts = self._facts(records.failure_facts, file, lineno, raw)
@@ -303,28 +304,34 @@ class Reducer:
         if facts.task is None or facts.rollout is None:
             self._malformed(file, lineno, facts.problem or "no usable trial key")
             return
-        self.state.expected_total = (self.state.expected_total or 0) + 1
+        state = self.state
+        state.collector.started = True
+        state.expected_total = (state.expected_total or 0) + 1
         base = (facts.task, facts.rollout, None)
-        trials = self.state.trials
-        keys = self._attempts.get(base[:2]) or ([base] if base in trials else [])
-        for k in keys:
-            trials[k].expected = True
-        if not keys:
+        trials = state.trials
+        t = trials.get(base)
+        if t is not None:
+            t.expected = True
+        elif base[:2] in self._attempts:
+            for k in self._attempts[base[:2]]:
+                trials[k].expected = True
+        else:
             trials[base] = Trial(facts.task, facts.rollout, expected=True)
             self.changes.trials.add(base)
-        self.state.collector.started = True
         self.changes.run = True
 
     def _facts(self, parse, file: str, lineno: int, raw: bytes):
-        if not raw.strip():
-            return None
         try:
             return parse(raw)
         except records.BadLine as exc:
+            if not raw.strip():
+                return None   # a blank line is not a row
             self._malformed(file, lineno, str(exc))
             return None
 
     def _trial(self, facts: records.RowFacts, file: str, lineno: int) -> Optional[Trial]:
+        if not self.state.collector.started:
+            self.state.collector.started = True    # a row proves the collector ran
         if facts.task is None or facts.rollout is None:
             self.state.unattributed_records += 1
             self._malformed(file, lineno, facts.problem or "no usable _ng_task_index")

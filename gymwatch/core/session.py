@@ -21,6 +21,7 @@ from .tail import Tailer, decode
 from .verdict import settle
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
+READ_BUDGET = 8 << 20      # bytes of one file read per slice
 SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the run has
 
 
@@ -156,18 +157,20 @@ class RunSession:
         t = self.tailers.get(path)
         if t is None:
             t = self.tailers[path] = self._tailer(path, offset_key)
-        batch = t.read(final=final)
         rel = self.layout.rel(path)
-        if batch.error:
-            self.reducer.file_error(rel, f"cannot read: {batch.error}")
-        if batch.reset:
-            return True
-        for lineno, raw in batch.lines:
-            feed(rel, lineno, raw)
-        if batch.lines:
-            files = self.reducer.changes.files
-            files[rel] = files.get(rel, 0) + len(batch.lines)
-        return False
+        while True:   # in slices, so a 300 MB rollouts file is never held whole
+            batch = t.read(final=final, max_bytes=READ_BUDGET)
+            if batch.error:
+                self.reducer.file_error(rel, f"cannot read: {batch.error}")
+            if batch.reset:
+                return True
+            for lineno, raw in batch.lines:
+                feed(rel, lineno, raw)
+            if batch.lines:
+                files = self.reducer.changes.files
+                files[rel] = files.get(rel, 0) + len(batch.lines)
+            if not batch.more:
+                return False
 
     def _tailer(self, path: Path, offset_key: str) -> Tailer:
         offset = self.layout.log_offsets.get(offset_key, 0) if offset_key else 0
