@@ -38,7 +38,7 @@ class HeadTail:
     def __init__(self, path: str):
         self.path, self.done = path, False
 
-    def read(self, final: bool = False) -> Batch:
+    def read(self, final: bool = False, max_bytes: Optional[int] = None) -> Batch:
         batch = Batch()
         if self.done:
             return batch

@@ -7,6 +7,8 @@ it shows. Closing the screen never touches the run's processes.
 
 from __future__ import annotations
 
+import os
+
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -17,6 +19,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
+from ..core.layout import discover
 from ..core.model import FAILED
 from ..core.reducer import Changes
 from ..core.verdict import verdict
@@ -234,6 +237,8 @@ class GymwatchApp(EvidenceNav, App):
 
 def run_app(args) -> int:
     """Entry point of `gymwatch attach` (and plain `gymwatch PATH`)."""
+    if not os.path.isdir(args.path):
+        discover(args.path, getattr(args, "logs", None))   # a missing path or a non-run file: one line, exit 3
     source = watchfiles_source(force_polling=bool(getattr(args, "poll", False)))
     app = GymwatchApp(args.path, getattr(args, "logs", None), change_source=source,
                       head=getattr(args, "head", None))
