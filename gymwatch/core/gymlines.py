@@ -30,6 +30,7 @@ GLUE_HEADS = (
     "Waiting for servers to spin up",
     "Checking for HTTP server statuses.",
 )
+_GLUE_STARTS = GLUE_HEADS + ("Head server is not up yet",)
 SLEEPING_RE = re.compile(r"^Head server is not up yet \(status `[^`]*`\)\. Sleeping\.\.\.")
 
 # --- the collector (gym eval run) ---------------------------------------------
@@ -86,6 +87,8 @@ def unglue(line: str, known: Iterable[str]) -> list[str]:
 
 
 def _glue_point(line: str, known: Iterable[str]) -> int:
+    if "(" not in line and not line.startswith(_GLUE_STARTS):
+        return -1       # the common case: nothing glued
     for head in GLUE_HEADS:
         if line.startswith(head) and len(line) > len(head):
             return len(head)
@@ -111,6 +114,11 @@ def server_kind(name: str, path_hint: str = "") -> str:
     if "model" in low or "policy" in low or "judge" in low:
         return "model"
     return "unknown"
+
+
+# Any line gym env start prints that `_parent_patterns` acts on: one search rejects the rest.
+PARENT_ANY_RE = re.compile("|".join(p.pattern for p in (
+    PENDING_RE, ALL_READY_RE, DIED_RE, TIMEOUT_RE, FINISHED_RE, HEAD_RE)) + r"|^Traceback \(most recent call last\):")
 
 
 def parse_pending(text: str) -> Optional[tuple[int, int, list[str]]]:

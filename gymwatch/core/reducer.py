@@ -144,6 +144,8 @@ class Reducer:
         p = self.state.parent
         if self._banner_line(text, ev):
             return True
+        if not gl.PARENT_ANY_RE.search(text):
+            return False
         pending = gl.parse_pending(text)
         if pending is not None:
             self._pending(pending, ev)
