@@ -1,0 +1,81 @@
+"""Liveness of runs gymwatch did not launch, and a clean quit (no threads or children left)."""
+
+import os
+import pty
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from runbuilder import Run, rollout
+
+from conftest import CASES
+from gymwatch.core.session import RunSession
+from gymwatch.core.verdict import verdict
+
+
+@pytest.fixture
+def fake_gym(tmp_path):
+    """A `gym` executable that just sleeps: procs.scan must recognise it by its command line."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gym = bin_dir / "gym"
+    gym.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    gym.chmod(0o755)
+    started = []
+    yield gym, started
+    for p in started:
+        p.kill()
+        p.wait()
+
+
+def test_a_live_collector_is_found_by_its_command_line(tmp_path, fake_gym):
+    gym, started = fake_gym
+    run = Run(tmp_path / "run")
+    run.expect(2)
+    run.rows("", rollout(0))
+    s = RunSession.open(str(run.root))
+    s.refresh_processes()
+    s.poll()
+    assert s.state.collector.alive is False and verdict(s.state).name == "incomplete"
+    # relative --output, resolved against the process's cwd
+    started.append(subprocess.Popen([str(gym), "eval", "run", "--no-serve", "--output", "rollouts.jsonl"],
+                                    cwd=run.root))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        s.refresh_processes()
+        if s.state.collector.alive:
+            break
+        time.sleep(0.1)
+    s.poll()
+    assert s.state.collector.alive is True and s.state.parent.alive is False
+    assert verdict(s.state).name == "collecting"
+
+
+def test_attach_quits_cleanly_leaving_no_children(tmp_path):
+    master, slave = pty.openpty()
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", TEXTUAL_ANIMATIONS="none")
+    proc = subprocess.Popen([sys.executable, "-m", "gymwatch", "attach", str(CASES / "aborted_500")],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    os.set_blocking(master, False)
+    try:
+        time.sleep(3)
+        kids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        os.write(master, b"q")
+        deadline = time.monotonic() + 20
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                os.read(master, 65536)    # keep the pty drained
+            except BlockingIOError:
+                pass
+            except OSError:
+                break
+            time.sleep(0.05)
+        assert proc.wait(timeout=5) == 0
+        assert not [k for k in kids if psutil.pid_exists(k) and psutil.Process(k).status() != psutil.STATUS_ZOMBIE]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
