@@ -123,7 +123,7 @@ def _find_rollouts(d: Path) -> Optional[Path]:
     return best
 
 
-def _streams(d: Path) -> list[Stream]:
+def find_streams(d: Path) -> list[Stream]:
     out = []
     try:
         names = sorted(os.listdir(d))
@@ -146,7 +146,7 @@ def _streams(d: Path) -> list[Stream]:
     return out
 
 
-def _hydra_dirs(d: Path, depth: int = 3) -> list[Path]:
+def find_hydra_dirs(d: Path, depth: int = 3) -> list[Path]:
     found = []
     if (d / ".hydra").is_dir():
         found.append(d)
@@ -159,7 +159,7 @@ def _hydra_dirs(d: Path, depth: int = 3) -> list[Path]:
     for entry in sorted(entries, key=lambda e: e.name):
         if entry.name in (".venv", "venv", "__pycache__", ".git", "logs", ".hydra"):
             continue
-        found.extend(_hydra_dirs(Path(entry.path), depth - 1))
+        found.extend(find_hydra_dirs(Path(entry.path), depth - 1))
     return found
 
 
@@ -209,7 +209,7 @@ def _from_dir(d: Path) -> RunLayout:
     if any((d / m).is_file() for m in BUNDLE_MARKERS) and (d / "gym_run").is_dir():
         layout = RunLayout(root=d, kind="evaluator_bundle", bundle_meta=d / "metadata.json")
         _fill_gym_dir(layout, d / "gym_run")
-        layout.hydra_dirs = _hydra_dirs(d)
+        layout.hydra_dirs = find_hydra_dirs(d)
         return layout
     layout = RunLayout(root=d, kind="gym_dir")
     _fill_gym_dir(layout, d)
@@ -227,12 +227,12 @@ def _fill_gym_dir(layout: RunLayout, d: Path) -> None:
             layout.rollouts = _find_rollouts(sub)
             if layout.rollouts is not None:
                 break
-    layout.streams = _streams(d)
+    layout.streams = find_streams(d)
     if layout.rollouts is not None and layout.rollouts.parent != d:
-        layout.streams += _streams(layout.rollouts.parent)
+        layout.streams += find_streams(layout.rollouts.parent)
     if (d / "logs").is_dir():
         layout.logs_dir = d / "logs"
-    layout.hydra_dirs = _hydra_dirs(d)
+    layout.hydra_dirs = find_hydra_dirs(d)
     if layout.rollouts is None and layout.hydra_dirs:
         layout.rollouts = _output_from_hydra(layout.hydra_dirs)
 
@@ -279,7 +279,7 @@ def _launched(d: Path) -> RunLayout:
     offsets = manifest.get("log_offsets")
     if isinstance(offsets, dict):
         layout.log_offsets = {k: v for k, v in offsets.items() if isinstance(v, int)}
-    layout.hydra_dirs = _hydra_dirs(d)
+    layout.hydra_dirs = find_hydra_dirs(d)
     if layout.rollouts is None:
         layout.rollouts = _find_rollouts(d)
     return layout

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from . import procs
 from .config import read_info
-from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, _hydra_dirs, _streams, discover
+from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, find_streams
 from .model import RunState
 from .reducer import Changes, Reducer
 from .tail import Tailer, decode
@@ -29,8 +29,7 @@ class RunSession:
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
                  check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False):
         self.layout = layout
-        self._explicit = layout.root.is_dir() and layout.rollouts is not None and layout.rollouts.is_file() \
-            and explicit_file
+        self._explicit = explicit_file     # the user named a rollouts file: its layout is fixed
         self._logs_given = logs_given
         self.clock = clock
         self.check_processes = check_processes
@@ -108,7 +107,7 @@ class RunSession:
         """Re-read names and settings when a Hydra config appeared or changed (live runs)."""
         lay = self.layout
         if lay.root.is_dir():
-            lay.hydra_dirs = _hydra_dirs(lay.root)
+            lay.hydra_dirs = find_hydra_dirs(lay.root)
         sig = tuple(_stat_sig(d / ".hydra" / n) for d in lay.hydra_dirs for n in ("config.yaml", "overrides.yaml"))
         if sig != self._config_sig or not self._config_sig:
             self._config_sig = sig
@@ -136,7 +135,7 @@ class RunSession:
         if lay.kind != "launched":
             dirs = {lay.root} | ({lay.rollouts.parent} if lay.rollouts is not None else set())
             for d in dirs:
-                for s in _streams(d):
+                for s in find_streams(d):
                     self._streams.setdefault(s.path, s)
         for stream in list(self._streams.values()):
             reset |= self._read(stream.path, final, lambda f, n, raw, role=stream.role:
