@@ -240,3 +240,14 @@ def test_log_offsets_count_lines_like_the_tailer(tmp_path):
     p = tmp_path / "x.log"
     p.write_bytes(b"a\r\nb\rc\nd")
     assert _count_lines(p, 9) == 3 == len(b"a\r\nb\rc\n".decode().splitlines())
+
+
+def test_server_names_with_slashes_match_their_log_file(tmp_path):
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 1 servers ready. Waiting for servers to spin up: ['ns/env']",
+              "(ns/env) INFO:     Uvicorn running on http://127.0.0.1:7 (Press CTRL+C to quit)")
+    run.lines("logs/ns_env.log", "(ns/env) INFO:     Uvicorn running on http://127.0.0.1:7 (Press CTRL+C to quit)")
+    data, state = report(tmp_path)
+    assert list(state.servers) == ["ns/env"]
+    s = state.servers["ns/env"]
+    assert s.state == "ready" and s.ready_evidence.file == "logs/ns_env.log" and s.log_file == "logs/ns_env.log"

@@ -72,6 +72,11 @@ def split_prefix(line: str) -> tuple[Optional[str], str]:
     return None, line
 
 
+def log_stem(name: str) -> str:
+    """The file name (without .log) Gym gives a server's log: slashes become `_`."""
+    return name.replace("/", "_")
+
+
 def unglue(line: str, known: Iterable[str]) -> list[str]:
     """Split a merged-stream line where two writes were glued without a newline."""
     parts = []

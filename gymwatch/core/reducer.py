@@ -74,8 +74,8 @@ class Reducer:
     def server_log_line(self, name: str, file: str, lineno: int, text: str) -> None:
         """A line of `<logs>/<name>.log`: it is that server's, prefixed or not."""
         pref, body = gl.split_prefix(text)
-        if pref is not None and pref != name and pref in self.state.servers:
-            name = pref   # a foreign line in a shared file: trust the prefix
+        if pref is not None and pref != name and (pref in self.state.servers or gl.log_stem(pref) == name):
+            name = pref   # the real name (slashes become `_` in file names), or a foreign line
         self._server_text(name, body if pref is not None else text, Evidence(file, lineno, text))
         self.state.servers[name].log_file = file
 
@@ -118,8 +118,8 @@ class Reducer:
         name, body = gl.split_prefix(text)
         ev = Evidence(file, lineno, text)
         if name is not None:
-            if name not in self.own_logs:
-                self.fed_from_merged.add(name)
+            if gl.log_stem(name) not in self.own_logs:
+                self.fed_from_merged.add(gl.log_stem(name))
                 self._server_text(name, body, ev)
             elif name not in self.state.servers:
                 self.server(name)
