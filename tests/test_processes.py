@@ -53,17 +53,19 @@ def test_a_live_collector_is_found_by_its_command_line(tmp_path, fake_gym):
     assert verdict(s.state).name == "collecting"
 
 
-def test_attach_quits_cleanly_leaving_no_children(tmp_path):
+def run_screen(args: list[str], keys: bytes = b"q", settle: float = 3.0) -> tuple[int, list[int]]:
+    """Run a gymwatch screen in a pty, type `keys`, wait for it to exit: (exit code, children seen)."""
     master, slave = pty.openpty()
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", TEXTUAL_ANIMATIONS="none")
-    proc = subprocess.Popen([sys.executable, "-m", "gymwatch", "attach", str(CASES / "aborted_500")],
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", TEXTUAL_ANIMATIONS="none",
+               XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME", "/tmp/gymwatch-test-cache"))
+    proc = subprocess.Popen([sys.executable, "-m", "gymwatch", *args],
                             stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
     os.close(slave)
     os.set_blocking(master, False)
     try:
-        time.sleep(3)
+        time.sleep(settle)
         kids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-        os.write(master, b"q")
+        os.write(master, keys)
         deadline = time.monotonic() + 20
         while proc.poll() is None and time.monotonic() < deadline:
             try:
@@ -73,9 +75,31 @@ def test_attach_quits_cleanly_leaving_no_children(tmp_path):
             except OSError:
                 break
             time.sleep(0.05)
-        assert proc.wait(timeout=5) == 0
-        assert not [k for k in kids if psutil.pid_exists(k) and psutil.Process(k).status() != psutil.STATUS_ZOMBIE]
+        return proc.wait(timeout=5), kids
     finally:
         if proc.poll() is None:
             proc.kill()
         os.close(master)
+
+
+def test_attach_quits_cleanly_leaving_no_children():
+    code, kids = run_screen(["attach", str(CASES / "aborted_500")])
+    assert code == 0
+    assert not [k for k in kids if psutil.pid_exists(k) and psutil.Process(k).status() != psutil.STATUS_ZOMBIE]
+
+
+def test_attach_report_and_browse_never_write_into_the_run(tmp_path):
+    import shutil
+
+    from test_hardening import tree_hash
+
+    root = tmp_path / "runs" / "run"
+    shutil.copytree(CASES / "some_never_ran", root)
+    before = tree_hash(tmp_path / "runs")
+    assert run_screen(["attach", str(root)], keys=b"]\r\tq")[0] == 0
+    assert run_screen(["browse", str(tmp_path / "runs")], keys=b"q")[0] == 0
+    subprocess.run([sys.executable, "-m", "gymwatch", "report", str(root), "--format", "json"],
+                   capture_output=True, timeout=60)
+    subprocess.run([sys.executable, "-m", "gymwatch", "browse", str(tmp_path / "runs"), "--format", "json"],
+                   capture_output=True, timeout=60)
+    assert tree_hash(tmp_path / "runs") == before
