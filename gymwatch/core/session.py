@@ -45,6 +45,7 @@ class RunSession:
         self._refresh_info()
         self.reducer = Reducer(self.state, self._line_clock)
         self.tailers: dict[Path, Tailer] = {}
+        self._rels: dict[Path, str] = {}     # evidence names of the tailed files
         self._streams: dict[Path, Stream] = {s.path: s for s in self.layout.streams}
 
     def _now(self) -> Optional[float]:
@@ -156,7 +157,8 @@ class RunSession:
         t = self.tailers.get(path)
         if t is None:
             t = self.tailers[path] = self._tailer(path, offset_key)
-        rel = self.layout.rel(path)
+            self._rels[path] = self.layout.rel(path)
+        rel = self._rels[path]
         while True:   # in slices, so a 300 MB rollouts file is never held whole
             batch = t.read(final=final, max_bytes=READ_BUDGET)
             if batch.error:
