@@ -40,9 +40,17 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _attach(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .core.layout import MANIFEST_NAME
     from .tui.app import run_app
 
-    return run_app(args)
+    code = run_app(args)
+    if (Path(args.path) / MANIFEST_NAME).is_file():   # a run gymwatch launched: it can stop it
+        from .launch.runner import ask_on_quit
+
+        ask_on_quit(Path(args.path), args.on_quit)
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--logs", help="per-server log dir when not <run>/logs")
     att.add_argument("--poll", action="store_true", help="poll files instead of inotify (network filesystems)")
     att.add_argument("--head", help="Gym head server URL to probe, e.g. http://127.0.0.1:11000")
+    att.add_argument("--on-quit", choices=("ask", "stop", "leave"), default="ask",
+                     help="for a run gymwatch launched and still running: what closing the screen does "
+                          "(default: ask; other runs are never touched)")
     att.set_defaults(func=_attach)
 
     for register in EXTRA_COMMANDS:

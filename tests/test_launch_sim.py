@@ -161,3 +161,18 @@ def test_env_only_returns_once_every_server_is_ready_and_leaves_them_up(tmp_path
     assert res.returncode == 0
     assert data["parent"]["all_ready"] and all(s["became_ready"] for s in data["servers"])
     assert "gymwatch stop" in res.stderr and marked(run_id(run_dir))
+
+
+def test_attach_on_a_launched_run_can_stop_it_on_quit(tmp_path, run_dirs):
+    from test_processes import run_screen
+
+    from gymwatch.launch.runner import is_live, launch
+    from gymwatch.sim.plan import demo_plan
+
+    plan = demo_plan(tmp_path / "run", speed=1.0)
+    run_dirs.append(plan.run_dir)
+    launch(plan)
+    assert is_live(plan.run_dir)
+    code, _ = run_screen(["attach", str(plan.run_dir), "--on-quit", "stop"], keys=b"q")
+    assert code == 0
+    assert wait_for(lambda: not is_live(plan.run_dir), 60, "the run to stop")
