@@ -251,3 +251,23 @@ def test_server_names_with_slashes_match_their_log_file(tmp_path):
     assert list(state.servers) == ["ns/env"]
     s = state.servers["ns/env"]
     assert s.state == "ready" and s.ready_evidence.file == "logs/ns_env.log" and s.log_file == "logs/ns_env.log"
+
+
+def test_server_times_survive_a_layout_change(tmp_path):
+    now = [90.0]
+    run = Run(tmp_path)
+    run.write("gym_env_start.stdout.log", "")
+    s = RunSession.open(str(tmp_path), clock=lambda: now[0], check_processes=False)
+    s.poll()
+    now[0] = 100.0
+    run.lines("gym_env_start.stdout.log", "(env) Resolved 3 packages in 1s")
+    s.poll()
+    now[0] = 120.0
+    run.lines("gym_env_start.stdout.log", "(env) INFO:     Uvicorn running on http://127.0.0.1:4 (Press CTRL+C to quit)")
+    s.poll()
+    now[0] = 130.0
+    run.expect(1)                                   # the collector starts: the run's shape changes
+    ch = s.poll(final=True)
+    srv = s.state.servers["env"]
+    assert ch.reset and s.layout.rollouts is not None
+    assert (srv.first_seen, srv.ready_at) == (100.0, 120.0)

@@ -41,9 +41,9 @@ class RunSession:
 
     def _new_state(self) -> None:
         self.state = RunState(root=str(self.layout.root), kind=self.layout.kind)
-        self._config_sig: tuple = ()
-        self._refresh_info()
+        self._config_sig: Optional[tuple] = None   # None: the configs were never read
         self.reducer = Reducer(self.state, self._line_clock)
+        self._refresh_info()
         self.tailers: dict[Path, Tailer] = {}
         self._rels: dict[Path, str] = {}     # evidence names of the tailed files
         self._streams: dict[Path, Stream] = {s.path: s for s in self.layout.streams}
@@ -65,6 +65,7 @@ class RunSession:
     def poll(self, final: bool = False) -> Changes:
         """Read every watched file from its offset. `final`: the run is over, take partial lines too."""
         stamp = self._line_clock()   # None on the first read: the lines already there are untimed
+        old = self.state             # server times carry over any re-read below
         now = time.monotonic()
         reshape = final or now - self._last_shape_check >= SHAPE_CHECK_EVERY
         if reshape:
@@ -74,11 +75,10 @@ class RunSession:
             self._new_state()
         elif reshape:
             self._refresh_info()
-        old = self.state
-        reset = self._poll_files(final) or reset
-        if reset:
+        if self._poll_files(final):
             self._new_state()
             self._poll_files(final)
+            reset = True
         if reset:
             carry_times(old, self.state)
         self._caught_up = True
@@ -110,15 +110,10 @@ class RunSession:
         if lay.root.is_dir():
             lay.hydra_dirs = find_hydra_dirs(lay.root)
         sig = tuple(_stat_sig(d / ".hydra" / n) for d in lay.hydra_dirs for n in ("config.yaml", "overrides.yaml"))
-        if sig != self._config_sig or not self._config_sig:
+        if sig != self._config_sig:
             self._config_sig = sig
             self.state.info = read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest)
-            self.reducer_changed_run()
-
-    def reducer_changed_run(self) -> None:
-        reducer = getattr(self, "reducer", None)
-        if reducer is not None:
-            reducer.changes.run = True
+            self.reducer.changes.run = True
 
     def _poll_files(self, final: bool) -> bool:
         lay = self.layout
