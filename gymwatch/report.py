@@ -42,18 +42,16 @@ def server_json(s: Server) -> dict:
 
 
 def trial_json(state: RunState, t: Trial) -> dict:
+    cause = attribution.trial_cause(state, t)
     return {
         "task_index": t.task_index, "rollout_index": t.rollout_index, "attempt_index": t.attempt_index,
         "status": t.status, "reward": t.reward, "withheld_reward": t.withheld_reward,
         "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
         "failure_class": t.failure_class or None, "message": t.message or None, "agent": t.agent or None,
-        "evidence": _ev(t.evidence) if t.evidence else _ev(_missing_evidence(state, t)),
-        "cause": _ev(attribution.trial_cause(state, t)),
+        # a missing trial has no row: the line that ended its collector stands in
+        "evidence": _ev(t.evidence or (cause if t.status == T_MISSING else None)),
+        "cause": _ev(cause),
     }
-
-
-def _missing_evidence(state: RunState, t: Trial) -> Optional[Evidence]:
-    return attribution.trial_cause(state, t) if t.status == T_MISSING else None
 
 
 def sorted_trials(state: RunState) -> list[Trial]:

@@ -11,9 +11,9 @@ from typing import Callable, Optional
 
 from . import gymlines as gl
 from . import records
-from .layout import BOTH, ENV, EVAL, VALIDATE
+from .layout import BOTH, EVAL, VALIDATE
 from .model import (
-    FAILED, PENDING, READY, T_COMPLETED, T_FAILED, T_NEVER_RAN, T_PENDING,
+    FAILED, READY, T_COMPLETED, T_FAILED, T_NEVER_RAN, T_PENDING,
     Evidence, Malformed, RunState, Server, Trial, TrialKey,
 )
 from .servers import ServerTracker, on_line, set_state

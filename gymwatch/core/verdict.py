@@ -62,10 +62,7 @@ def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> None
 
 def parent_gave_up(state: RunState) -> bool:
     """gym env start ended (or gave up) before every server was ready."""
-    p = state.parent
-    if p.all_ready:
-        return False
-    return bool(p.died or p.timeout or p.traceback or p.finished or (p.started and p.alive is False))
+    return state.parent.all_ready is None and parent_ended(state)
 
 
 def parent_ended(state: RunState) -> bool:
