@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gymwatch.core import logindex
+from gymwatch.core import eolcount, logindex
 from gymwatch.core.logindex import CAP, LogIndex, LogSet, Matcher
 from gymwatch.core.tail import Tailer, decode
 
@@ -26,9 +26,15 @@ def tailer_truth(path) -> list[str]:
     return [decode(raw) for _, raw in Tailer(str(path)).read(final=True).lines]
 
 
+def set_chunk(monkeypatch, n: int) -> None:
+    """Count (eolcount) and split blocks (logindex) in chunks of n bytes."""
+    monkeypatch.setattr(logindex, "CHUNK", n)
+    monkeypatch.setattr(eolcount, "CHUNK", n)
+
+
 @pytest.fixture
 def small_chunks(monkeypatch):
-    monkeypatch.setattr(logindex, "CHUNK", 4)
+    set_chunk(monkeypatch, 4)
     monkeypatch.setattr(logindex, "SYNC_BYTES", 0)      # index in the background thread
 
 
@@ -141,7 +147,7 @@ def test_file_created_later(tmp_path):
 
 
 def test_long_lines_are_capped_but_readable_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(logindex, "CHUNK", 1000)
+    set_chunk(monkeypatch, 1000)
     p = tmp_path / "a.log"
     long = b"x" * 50_000
     write(p, b"short\n" + long + b"\nafter\n" + long)
@@ -153,7 +159,7 @@ def test_long_lines_are_capped_but_readable_whole(tmp_path, monkeypatch):
 
 
 def test_first_lines_available_before_background_finishes(tmp_path, monkeypatch):
-    monkeypatch.setattr(logindex, "CHUNK", 64)
+    set_chunk(monkeypatch, 64)
     monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
     p = tmp_path / "big.log"
     write(p, b"".join(b"line %d\n" % i for i in range(20_000)))
@@ -164,7 +170,7 @@ def test_first_lines_available_before_background_finishes(tmp_path, monkeypatch)
 
 
 def test_appends_while_background_indexing(tmp_path, monkeypatch):
-    monkeypatch.setattr(logindex, "CHUNK", 32)
+    set_chunk(monkeypatch, 32)
     monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
     p = tmp_path / "a.log"
     write(p, b"".join(b"%d\n" % i for i in range(5000)))
@@ -250,7 +256,7 @@ def test_errors_filter_finds_every_marker(tmp_path, small_chunks):
 
 
 def test_lines_after_a_giant_line_are_searched(tmp_path, monkeypatch):
-    monkeypatch.setattr(logindex, "CHUNK", 64)
+    set_chunk(monkeypatch, 64)
     p = tmp_path / "g.log"
     write(p, b"a\n" + b"y" * 5000 + b" needle-late\nafter needle\nERROR: x\n")
     ix = LogIndex(p)
@@ -258,3 +264,117 @@ def test_lines_after_a_giant_line_are_searched(tmp_path, monkeypatch):
     assert ix.filter(Matcher("needle")) == [2]            # past the cap in line 1: not found there
     assert ix.filter(Matcher(errors_only=True)) == [3]
     assert ix.find(Matcher("after"), 0) == 2
+
+
+# --- eolcount: counting, and the back half counted in a child process -----------------------
+
+def random_log(rng: random.Random, n: int) -> bytes:
+    pieces = [b"a", b"bc", b"\r", b"\n", b"\r\n", b"xyz " * 12, b"\xc3\xa9", b"\n\n"]
+    return b"".join(rng.choice(pieces) for _ in range(n))
+
+
+@pytest.mark.parametrize("line", [1, 3, 20, 90, 300])
+def test_count_lf_agrees_with_count_at_any_density(monkeypatch, line):
+    monkeypatch.setattr(eolcount, "_PIECE", 7)          # many pieces per chunk
+    data = (b"x" * (line - 1) + b"\n") * 200 + b"tail"
+    for cut in (0, 1, len(data) // 3, len(data) - 4, len(data)):
+        assert eolcount.count_lf(bytearray(data), cut) == data.count(b"\n", 0, cut)
+
+
+@pytest.mark.parametrize("data, pos, expected", [
+    (b"ab\ncd", 3, 3),          # a line starts right at pos
+    (b"ab\ncd", 2, 3),
+    (b"ab\r\ncd", 3, 4),        # never between the two bytes of \r\n
+    (b"ab\r\ncd", 4, 4),
+    (b"ab\rcd", 3, 3),          # a lone \r ends a line
+    (b"abcdef", 2, -1),         # no line end within reach
+    (b"ab\r", 2, -1),           # \r at EOF: may become \r\n, undecided
+    (b"ab\n", 2, -1),           # the next line would start at EOF: nothing after it
+])
+def test_line_start_after(tmp_path, data, pos, expected):
+    p = tmp_path / "a.log"
+    write(p, data)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        assert eolcount.line_start_after(fd, pos, 16) == expected
+    finally:
+        os.close(fd)
+
+
+def test_script_mode_writes_what_scan_range_finds(tmp_path, monkeypatch):
+    set_chunk(monkeypatch, 64)
+    p = tmp_path / "a.log"
+    write(p, random_log(random.Random(3), 3000) + b"partial")
+    size = p.stat().st_size
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        start = eolcount.line_start_after(fd, size // 2, 1000)
+        want = eolcount.scan_range(fd, start, size).tobytes()
+        out = subprocess.run([sys.executable, "-I", "-S", eolcount.__file__, str(fd), str(start), str(size),
+                              "64"], pass_fds=(fd,), capture_output=True, check=True)
+    finally:
+        os.close(fd)
+    assert out.stdout == want
+
+
+@pytest.fixture
+def split_small(monkeypatch):
+    """Split files of a few KB, and record each child the index starts."""
+    set_chunk(monkeypatch, 64)
+    monkeypatch.setattr(logindex, "SPLIT_MIN", 512)
+    monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
+    children = []
+    real = subprocess.Popen
+
+    def spy(*args, **kwargs):
+        children.append(real(*args, **kwargs))
+        return children[-1]
+    monkeypatch.setattr(logindex.subprocess, "Popen", spy)
+    return children
+
+
+def test_split_index_matches_the_core_tailer(tmp_path, split_small):
+    rng = random.Random(11)
+    for i in range(25):
+        p = tmp_path / f"s{i}.log"
+        write(p, random_log(rng, rng.randint(200, 2000)))
+        ix = LogIndex(p, sync_lines=rng.choice([0, 5]))
+        assert lines_of(ix) == tailer_truth(p)
+        ix.close()
+    assert len(split_small) >= 20 and all(c.returncode == 0 for c in split_small)
+
+
+def test_split_at_a_crlf_and_at_a_lone_cr(tmp_path, split_small, monkeypatch):
+    for mid_bytes in (b"\r\n", b"\r", b"\n"):
+        body = b"".join(b"line %04d\r\n" % i for i in range(300))
+        half = len(body) // 2
+        data = body[:half - 1] + mid_bytes + body[half - 1:]
+        p = tmp_path / "m.log"
+        write(p, data)
+        ix = LogIndex(p, sync_lines=0)
+        assert lines_of(ix) == tailer_truth(p)
+        ix.close()
+
+
+def test_split_falls_back_when_the_child_fails(tmp_path, split_small, monkeypatch):
+    monkeypatch.setattr(eolcount, "__file__", str(tmp_path / "missing.py"))
+    p = tmp_path / "a.log"
+    write(p, random_log(random.Random(5), 1500))
+    ix = LogIndex(p, sync_lines=0)
+    assert lines_of(ix) == tailer_truth(p)
+    assert split_small and split_small[0].returncode != 0      # it did fail; the thread went on
+
+
+def test_split_then_append_then_truncate(tmp_path, split_small):
+    p = tmp_path / "a.log"
+    write(p, b"".join(b"%d\n" % i for i in range(2000)))
+    ix = LogIndex(p, sync_lines=0)
+    write(p, b"".join(b"%d\n" % i for i in range(2000, 2100)), "ab")
+    ix.refresh()
+    ix.wait()
+    ix.refresh()
+    assert lines_of(ix) == [str(i) for i in range(2100)]
+    write(p, b"".join(b"t%d\n" % i for i in range(1000)))
+    assert ix.refresh().reset and lines_of(ix) == [f"t{i}" for i in range(1000)]
+    ix.close()
+    assert all(c.poll() is not None for c in split_small)      # every child reaped

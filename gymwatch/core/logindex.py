@@ -1,10 +1,11 @@
 """A line index over a log file of any size, for the viewer (headless: no Textual here).
 
 The index is sparse: a list of *blocks* (~256 KiB, each starting at a line start) with the
-number of the first line in each. Building it only counts line ends per chunk (C speed,
-close to `wc -l`); a block is split into lines only when one of its lines is read, and
-the split is kept in an LRU cache. The first chunks are indexed synchronously so the
-first screen is there at once; a daemon thread indexes the rest.
+number of the first line in each. Building it only counts line ends per chunk (`eolcount`:
+memchr speed); a block is split into lines only when one of its lines is read, and the split
+is kept in an LRU cache. The first chunks are indexed synchronously so the first screen is
+there at once; a daemon thread indexes the rest, and for a big file a child process counts
+the back half on another core meanwhile.
 
 Line ends are universal newlines (`\\n`, `\\r\\n`, lone `\\r`) like the core's Tailer, so
 line N here (0-based N-1) is line N in evidence. A trailing `\\r` at EOF stays undecided
@@ -20,14 +21,19 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import subprocess
+import sys
 import threading
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
+from . import eolcount
+from .eolcount import CHUNK, EolScan
 from .markers import MARKERS, is_error_line
 
-CHUNK = 256 << 10          # bytes counted per step; also the target block size
+SPLIT_MIN = 64 << 20       # with more than this left to count, a child process counts half
 SYNC_LINES = 2000          # lines indexed before the constructor returns
 SYNC_BYTES = 4 << 20       # appends smaller than this are indexed at once, bigger in a thread
 CAP = 4096                 # bytes of a line read for display; `full_line` reads it all
@@ -48,7 +54,8 @@ class Refresh:
 class LogIndex:
     """Line index of one file. Line numbers in this API are 0-based."""
 
-    def __init__(self, path: str, sync_lines: int = SYNC_LINES, background: bool = True):
+    def __init__(self, path: str, sync_lines: int = SYNC_LINES, background: bool = True,
+                 split: bool = True):
         self.path = str(path)
         self.generation = 0          # bumped on every reindex
         self._lock = threading.Lock()     # guards the block lists
@@ -58,6 +65,8 @@ class LogIndex:
         self._fd: Optional[int] = None
         self._thread: Optional[threading.Thread] = None
         self._background = background
+        self._split_ok = split
+        self._child: Optional[subprocess.Popen] = None
         self.error = ""
         self._open(sync_lines)
 
@@ -67,9 +76,8 @@ class LogIndex:
         self._starts: list[int] = []     # byte offset of each block (a line start)
         self._first: list[int] = []      # line number of each block's first line
         self._lines = 0                  # complete lines indexed
-        self._end = 0                    # byte offset just past the last indexed line end
-        self._probe = 0                  # scanned up to here (a long line has no end yet)
-        self._pending_cr = False         # stopped before a \r at EOF
+        self._scan = EolScan()           # the indexer's own state (only the indexer moves it)
+        self._end = 0                    # `_scan.end` as committed with the blocks (under _lock)
         self._size = 0
         self._ident: Optional[tuple[int, int]] = None
         self._blocks: OrderedDict[int, list[int]] = OrderedDict()
@@ -92,7 +100,7 @@ class LogIndex:
             self._running = True
         gen = self.generation
         stop = lambda: gen != self.generation  # noqa: E731
-        if not self._background or self._size - self._probe < SYNC_BYTES:
+        if not self._background or self._size - self._scan.probe < SYNC_BYTES:
             self._run(stop)
             return
         self._thread = threading.Thread(target=self._run, args=(stop,), daemon=True,
@@ -100,6 +108,7 @@ class LogIndex:
         self._thread.start()
 
     def _run(self, stop: Callable[[], bool]) -> None:
+        self._split(stop)
         while True:
             size = self._size
             stuck = self._index(stop)
@@ -108,49 +117,77 @@ class LogIndex:
                     self._running = False
                     return
 
-    def _index(self, stop: Callable[[], bool]) -> bool:
-        """Index chunks until done or `stop()`. True: could not go on (error, no progress)."""
+    def _index(self, stop: Callable[[], bool], limit: Optional[int] = None) -> bool:
+        """Index chunks until done (or at `limit`, a line start) or `stop()`.
+        True: could not go on (an error, no progress)."""
+        scan = self._scan
         while not self.done and not stop():
-            want = min(CHUNK, self._size - self._probe)
-            try:
-                data = os.pread(self._fd, want + 1, self._probe)   # +1: look ahead for \r\n
-            except (OSError, TypeError):
+            bound = self._size if limit is None else limit
+            if scan.probe >= bound:
+                return False
+            begin = scan.end
+            n = scan.step(self._fd, bound)  # type: ignore[arg-type]
+            if n < 0:
                 return True
-            if not data or not self._take(data, min(want, len(data))):
-                return True
+            with self._lock:
+                if n:
+                    self._starts.append(begin)
+                    self._first.append(self._lines)
+                    self._lines += n
+                self._end = scan.end
         return False
 
-    def _take(self, data: bytes, end: int) -> bool:
-        """Count the line ends in data[:end] and commit them as a block (no slicing: the chunk
-        is searched in place). data[end:] is one lookahead byte, if any. False: no progress."""
-        probe = self._probe
-        self._pending_cr = False
-        if end and data[end - 1] == 0x0D:
-            if len(data) > end and data[end] == 0x0A:
-                end += 1                            # \r\n across the chunk edge
-            elif len(data) == end:
-                end -= 1                            # \r at EOF: maybe half of \r\n, wait
-                self._pending_cr = True
-        nl = data.rfind(b"\n", 0, end)
-        cut = max(nl, data.rfind(b"\r", nl + 1, end)) + 1
-        if cut == 0:
-            self._probe = probe + end               # a long line: no end yet
-            return end > 0
-        n = data.count(b"\n", 0, cut) + _lone_crs(data, cut)
+    # --- counting the back half in a child process ------------------------------------------
+    def _split(self, stop: Callable[[], bool]) -> None:
+        """For a big file, count its back half in a child process while this thread counts the
+        front half, then take the child's blocks. Any failure leaves the rest to this thread."""
+        size, probe = self._size, self._scan.probe
+        if not (self._split_ok and sys.executable) or size - probe < SPLIT_MIN or self._fd is None:
+            return
+        start = eolcount.line_start_after(self._fd, probe + (size - probe) // 2, 1 << 20)
+        if start < 0 or start >= size:
+            return
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-I", "-S", eolcount.__file__, str(self._fd), str(start), str(size),
+                 str(eolcount.CHUNK)], pass_fds=(self._fd,),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            return
+        self._child = child
+        try:
+            if self._index(stop, limit=start) or self._scan.end != start or stop():
+                return
+            out, _ = child.communicate()
+        finally:
+            self._child = None
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+        if child.returncode == 0 and not stop():
+            self._adopt(out, start)
+
+    def _adopt(self, out: bytes, start: int) -> None:
+        vals = array("q")
+        vals.frombytes(out[:len(out) - len(out) % 8])
+        if len(vals) < 3 or len(vals) % 2 == 0 or (len(vals) > 3 and vals[0] != start):
+            return                               # not what the child writes: ignore it
+        end, probe, pending = vals[-3], vals[-2], vals[-1]
         with self._lock:
-            self._starts.append(self._end)
-            self._first.append(self._lines)
-            self._lines += n
-            self._end = self._probe = probe + cut
-        return True
+            for i in range(0, len(vals) - 3, 2):
+                self._starts.append(vals[i])
+                self._first.append(self._lines)
+                self._lines += vals[i + 1]
+            self._scan.end, self._scan.probe, self._scan.pending_cr = end, probe, bool(pending)
+            self._end = end
 
     @property
     def done(self) -> bool:
-        return self._fd is None or self._probe + self._pending_cr >= self._size
+        return self._fd is None or self._scan.done(self._size)
 
     @property
     def progress(self) -> float:
-        return 1.0 if self.done or not self._size else self._probe / self._size
+        return 1.0 if self.done or not self._size else self._scan.probe / self._size
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         t = self._thread
@@ -171,6 +208,7 @@ class LogIndex:
             return Refresh()
         if (st.st_dev, st.st_ino) != self._ident or st.st_size < self._size:
             self.generation += 1
+            self._stop_child()
             self.wait()
             self._open(SYNC_LINES)
             return Refresh(self.line_count, True)
@@ -181,8 +219,17 @@ class LogIndex:
 
     def close(self) -> None:
         self.generation += 1
+        self._stop_child()
         self.wait()
         self._close_fd()
+
+    def _stop_child(self) -> None:
+        child = self._child
+        if child is not None and child.poll() is None:
+            try:
+                child.kill()
+            except OSError:
+                pass
 
     def _close_fd(self) -> None:
         if self._fd is not None:
@@ -320,16 +367,6 @@ class LogIndex:
 def _text(data: bytes, starts: list[int], i: int) -> str:
     end = starts[i + 1] if i + 1 < len(starts) else len(data)
     return decode(_strip_eol(data[starts[i]:min(end, starts[i] + CAP)]))
-
-
-def _lone_crs(body: bytes, cut: int) -> int:
-    """Lone \r in body[:cut]: a memchr walk, fast when \r is rare (counting \r\n is not)."""
-    n, i, last = 0, body.find(b"\r", 0, cut), cut - 1
-    while i >= 0:
-        if i == last or body[i + 1] != 0x0A:
-            n += 1
-        i = body.find(b"\r", i + 1, cut)
-    return n
 
 
 def _strip_eol(data: bytes) -> bytes:
