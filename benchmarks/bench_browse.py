@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from gymwatch.browse.cache import SummaryCache
-from gymwatch.browse.runs import list_runs
+from gymwatch.browse.runs import default_jobs, list_runs
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gym-0.4.0-cases"
 COLD_TARGET, WARM_TARGET = 2.0, 0.5
@@ -45,8 +45,10 @@ def run(small: bool) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="gymwatch-bench-browse-") as tmp:
         root = make_tree(Path(tmp) / "runs", n)
         cache_file = Path(tmp) / "cache" / "browse.json"
-        cold, runs = timed(lambda: list_runs([root], SummaryCache(cache_file)))
-        cold_cpu = timed.cpu
+        alone, runs = timed(lambda: list_runs([root], SummaryCache(enabled=False), jobs=1))
+        alone_cpu = timed.cpu
+        assert len(runs) == n, (len(runs), n)
+        cold, runs = timed(lambda: list_runs([root], SummaryCache(cache_file)))   # default jobs
         assert len(runs) == n, (len(runs), n)
         warm, runs = timed(lambda: list_runs([root], SummaryCache(cache_file)))
         warm_cpu = timed.cpu
@@ -56,8 +58,10 @@ def run(small: bool) -> list[dict]:
     return [
         {"name": f"browse: {n} runs listed cold (no cache)", "value": round(cold, 3), "baseline": None,
          "ratio": None, "target": f"<= {cold_t:g} s", "ok": cold <= cold_t,
-         "note": f"CPU {cold_cpu:.2f} s; copies of the 6 recorded cases; rows read whole, logs only "
-                 "when the verdict needs them"},
+         "note": f"{default_jobs()} worker processes (the default here); copies of the 6 recorded "
+                 "cases; rows read whole, logs only when the verdict needs them"},
+        {"name": f"browse: {n} runs listed cold, one process (--jobs 1)", "value": round(alone, 3),
+         "baseline": None, "ratio": None, "target": "", "note": f"CPU {alone_cpu:.2f} s"},
         {"name": f"browse: {n} runs listed warm (cached summaries)", "value": round(warm, 3),
          "baseline": round(cold, 3), "ratio": round(warm / cold, 3) if cold else None,
          "target": f"<= {warm_t:g} s", "ok": warm <= warm_t,

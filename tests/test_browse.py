@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gymwatch.browse import runs as runs_mod
 from gymwatch.browse import summary as summary_mod
 from gymwatch.browse.cache import SummaryCache, cache_dir
 from gymwatch.browse.runs import list_runs
@@ -110,7 +111,41 @@ def test_cache_hits_misses_and_never_writes_into_runs(tmp_path, user_cache):
     third = SummaryCache()
     list_runs([root], third)
     assert (third.hits, third.misses) == (len(CASE_NAMES) - 1, 1)
-    assert not SummaryCache(enabled=False).path.exists() or True
+
+
+@pytest.fixture
+def pools(monkeypatch):
+    """Pool even a few runs, and record every pool made."""
+    monkeypatch.setattr(runs_mod, "POOL_MIN_RUNS", 2)
+    made = []
+    real = runs_mod.ProcessPoolExecutor
+
+    def spy(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+    monkeypatch.setattr(runs_mod, "ProcessPoolExecutor", spy)
+    return made
+
+
+def test_a_pool_lists_the_same_runs_in_the_same_order(tmp_path, pools):
+    root = make_tree(tmp_path / "runs")
+    alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
+    assert not pools
+    streamed = []
+    pooled = list_runs([root], SummaryCache(enabled=False), on_run=streamed.append, jobs=2)
+    assert len(pools) == 1 and pooled == alone == streamed and len(alone) == len(CASE_NAMES)
+
+
+def test_a_broken_pool_is_finished_in_process(tmp_path, pools, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+    root = make_tree(tmp_path / "runs")
+    alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
+
+    def breaks_after_one(pool, workers, found, sigs, cold):
+        yield runs_mod._make(found[cold[0]].path, sigs[cold[0]])
+        raise BrokenProcessPool("a worker was killed")
+    monkeypatch.setattr(runs_mod, "_made_in_pool", breaks_after_one)
+    assert list_runs([root], SummaryCache(enabled=False), jobs=2) == alone
 
 
 def test_no_cache_writes_nothing(tmp_path, user_cache):

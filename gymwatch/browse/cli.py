@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("text", "json"),
                    help="print instead of opening the screen (default when stdout is not a terminal: text)")
     p.add_argument("--no-cache", action="store_true", help="summarise every run afresh, write no cache")
-    p.add_argument("--jobs", type=int, default=1, help="processes summarising uncached runs (default 1)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="processes summarising uncached runs (default: one a core, up to 4; 1: no pool)")
     p.set_defaults(func=_browse)
 
 
