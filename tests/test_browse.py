@@ -15,6 +15,7 @@ from gymwatch.browse import summary as summary_mod
 from gymwatch.browse.cache import SummaryCache, cache_dir
 from gymwatch.browse.runs import list_runs
 from gymwatch.browse.scan import find_runs, signature, walk
+from gymwatch.browse.workers import WorkerPool
 from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail
 from gymwatch.cli import main
 from gymwatch.core.session import read_run
@@ -118,12 +119,12 @@ def pools(monkeypatch):
     """Pool even a few runs, and record every pool made."""
     monkeypatch.setattr(runs_mod, "POOL_MIN_RUNS", 2)
     made = []
-    real = runs_mod.ProcessPoolExecutor
+    real = runs_mod.WorkerPool
 
     def spy(*args, **kwargs):
         made.append(real(*args, **kwargs))
         return made[-1]
-    monkeypatch.setattr(runs_mod, "ProcessPoolExecutor", spy)
+    monkeypatch.setattr(runs_mod, "WorkerPool", spy)
     return made
 
 
@@ -136,16 +137,35 @@ def test_a_pool_lists_the_same_runs_in_the_same_order(tmp_path, pools):
     assert len(pools) == 1 and pooled == alone == streamed and len(alone) == len(CASE_NAMES)
 
 
-def test_a_broken_pool_is_finished_in_process(tmp_path, pools, monkeypatch):
-    from concurrent.futures.process import BrokenProcessPool
+def test_a_dead_worker_is_made_up_for_in_process(tmp_path, pools, monkeypatch):
     root = make_tree(tmp_path / "runs")
     alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
+    real_map = WorkerPool.map
 
-    def breaks_after_one(pool, workers, found, sigs, cold):
-        yield runs_mod._make(found[cold[0]].path, sigs[cold[0]])
-        raise BrokenProcessPool("a worker was killed")
-    monkeypatch.setattr(runs_mod, "_made_in_pool", breaks_after_one)
+    def map_after_a_death(self, items):
+        self.procs[1].kill()
+        self.procs[1].wait()
+        return real_map(self, items)
+    monkeypatch.setattr(WorkerPool, "map", map_after_a_death)
     assert list_runs([root], SummaryCache(enabled=False), jobs=2) == alone
+    assert pools[0].procs[1].returncode == -9
+
+
+def test_workers_work_without_a_real_stderr(tmp_path, pools, monkeypatch):
+    """Inside a Textual app sys.stderr is a capture whose fileno() is -1."""
+    class Captured:
+        def fileno(self):
+            return -1
+
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            pass
+    root = make_tree(tmp_path / "runs")
+    monkeypatch.setattr("sys.stderr", Captured())
+    monkeypatch.setattr("sys.stdout", Captured())
+    assert len(list_runs([root], SummaryCache(enabled=False), jobs=2)) == len(CASE_NAMES) and pools
 
 
 def test_no_cache_writes_nothing(tmp_path, user_cache):
@@ -266,3 +286,13 @@ def test_run_browser_loops_through_the_live_app(tmp_path, monkeypatch):
     monkeypatch.setattr(app_mod, "GymwatchApp", FakeLive)
     assert screen_mod.run_browser([str(tmp_path)]) == 0
     assert opened == [str(tmp_path / "a-run")]
+
+
+def test_a_stopped_listing_returns_what_it_has_and_caches_it(tmp_path, user_cache):
+    root = make_tree(tmp_path / "runs")
+    seen = []
+    part = list_runs([root], SummaryCache(), on_run=seen.append, stop=lambda: len(seen) >= 2, jobs=1)
+    assert part == seen and len(part) == 2
+    again = SummaryCache()
+    list_runs([root], again, jobs=1)
+    assert (again.hits, again.misses) == (2, len(CASE_NAMES) - 2)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from ..core.layout import NotARun, discover
 from .cache import SummaryCache
 from .scan import signature, walk
-from .summary import summarize
+from .workers import BrokenPool, WorkerPool, make
 
 # A worker process costs ~0.2 s to start (it imports the core), so a pool pays off only for
 # this many uncached runs, or this many bytes of them.
@@ -20,10 +17,11 @@ POOL_MIN_BYTES = 64 << 20
 
 def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] = None,
               on_run: Optional[Callable[[dict[str, Any]], None]] = None,
-              jobs: Optional[int] = None) -> list[dict[str, Any]]:
+              jobs: Optional[int] = None, stop: Callable[[], bool] = lambda: False) -> list[dict[str, Any]]:
     """Summaries of every run under `roots`, in walk order; `on_run` sees each as soon as it
     is there. Uncached runs are summarised by `jobs` processes (default: one a core, up to 4)
-    when there are enough of them. Safe to call from any thread (workers are spawned)."""
+    when there are enough of them. `stop()` true: return what is listed so far (the cache
+    keeps what was made)."""
     cache = cache if cache is not None else SummaryCache()
     found = list(walk(roots))
     sigs = [signature(f) for f in found]
@@ -31,13 +29,13 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     cold = [i for i, s in enumerate(summaries) if s is None]
     jobs = default_jobs() if jobs is None else jobs
     workers = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
-    pool = None
-    if workers > 1:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet)
+    pool = _pool(workers)
     try:
-        made = _made_in_pool(pool, workers, found, sigs, cold) if pool else None
+        made = pool.map([(str(found[i].path), sigs[i]) for i in cold]) if pool else None
         out = []
         for i, (f, sig) in enumerate(zip(found, sigs)):
+            if stop():
+                break
             summary = summaries[i]
             if summary is None:
                 summary, made = _next(made, f.path, sig)
@@ -49,7 +47,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
                 on_run(summary)
     finally:
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.close()
     cache.save()
     return out
 
@@ -60,11 +58,13 @@ def _worth_a_pool(cold: list[int], sigs: list[list]) -> bool:
     return sum(size or 0 for i in cold for _, size, _ in sigs[i]) >= POOL_MIN_BYTES
 
 
-def _made_in_pool(pool: ProcessPoolExecutor, workers: int, found, sigs,
-                  cold: list[int]) -> Iterator[Optional[dict]]:
-    """Summaries of the cold runs, in their order (`map` yields them as they finish, in order)."""
-    chunk = max(1, min(16, len(cold) // (4 * workers)))
-    yield from pool.map(_make, [found[i].path for i in cold], [sigs[i] for i in cold], chunksize=chunk)
+def _pool(workers: int) -> Optional[WorkerPool]:
+    if workers < 2:
+        return None
+    try:
+        return WorkerPool(workers)
+    except BrokenPool:
+        return None
 
 
 def _next(made: Optional[Iterator], path, sig: list) -> tuple[Optional[dict], Optional[Iterator]]:
@@ -72,25 +72,9 @@ def _next(made: Optional[Iterator], path, sig: list) -> tuple[Optional[dict], Op
     if made is not None:
         try:
             return next(made), made
-        except Exception:  # noqa: BLE001 - a broken pool (a worker killed, a failed spawn): go on here
+        except (BrokenPool, StopIteration):   # a worker died: go on here
             pass
-    return _make(path, sig), None
-
-
-def _quiet() -> None:
-    """A worker must never write to the terminal a screen is drawn on."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    os.close(devnull)
-
-
-def _make(path, sig: list) -> Optional[dict[str, Any]]:
-    try:
-        layout = discover(path)
-    except NotARun:
-        return None
-    return summarize(path, layout, sig)
+    return make(path, sig), None
 
 
 def default_jobs() -> int:

@@ -1,0 +1,100 @@
+"""Run summaries made in worker processes, for a cold listing of many runs.
+
+Plain child processes (`python -m gymwatch.browse.workers`), not multiprocessing: its helper
+process needs a real stderr, which a Textual app does not have, and its spawn re-runs the
+main script. Each worker reads `[path, signature]` JSON lines on stdin and answers one JSON
+line each, in order; run i goes to worker i % n, so answers are read back in walk order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from ..core.layout import NotARun, discover
+from .summary import summarize
+
+
+class BrokenPool(RuntimeError):
+    """A worker died or answered nonsense; the caller makes the rest itself."""
+
+
+def make(path, sig: list) -> Optional[dict[str, Any]]:
+    """One run's summary, or None if it is not a run after all."""
+    try:
+        layout = discover(path)
+    except NotARun:
+        return None
+    return summarize(path, layout, sig)
+
+
+class WorkerPool:
+    def __init__(self, n: int):
+        env = dict(os.environ)
+        src = str(Path(__file__).resolve().parents[2])     # gymwatch importable even uninstalled
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+        self.procs: list[subprocess.Popen] = []
+        self._feeders: list[threading.Thread] = []
+        try:
+            for _ in range(n):
+                self.procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "gymwatch.browse.workers"], env=env,
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+        except OSError as exc:
+            self.close()
+            raise BrokenPool(str(exc)) from exc
+
+    def map(self, items: list[tuple[str, list]]) -> Iterator[Optional[dict[str, Any]]]:
+        """Summaries of `items`, in order, as they come."""
+        n = len(self.procs)
+        for k, proc in enumerate(self.procs):
+            lines = [json.dumps(items[i]) + "\n" for i in range(k, len(items), n)]
+            t = threading.Thread(target=_feed, args=(proc, lines), daemon=True, name="browse-feed")
+            t.start()
+            self._feeders.append(t)
+        for i in range(len(items)):
+            line = self.procs[i % n].stdout.readline()      # type: ignore[union-attr]
+            try:
+                yield json.loads(line)
+            except ValueError:
+                raise BrokenPool(f"worker {i % n} stopped answering") from None
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for fh in (proc.stdin, proc.stdout):
+                try:
+                    fh and fh.close()
+                except OSError:
+                    pass
+        for t in self._feeders:
+            t.join(1)
+
+
+def _feed(proc: subprocess.Popen, lines: list[str]) -> None:
+    try:
+        for line in lines:
+            proc.stdin.write(line.encode())                 # type: ignore[union-attr]
+        proc.stdin.close()                                  # type: ignore[union-attr]
+    except (OSError, ValueError):
+        pass                                                # the worker is gone: map() notices
+
+
+def main() -> int:
+    out = sys.stdout
+    for line in sys.stdin:
+        path, sig = json.loads(line)
+        out.write(json.dumps(make(path, sig)) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
