@@ -378,3 +378,25 @@ def test_split_then_append_then_truncate(tmp_path, split_small):
     assert ix.refresh().reset and lines_of(ix) == [f"t{i}" for i in range(1000)]
     ix.close()
     assert all(c.poll() is not None for c in split_small)      # every child reaped
+
+
+def test_find_and_filter_agree_with_every_line_checked(tmp_path, monkeypatch):
+    """Hits are turned into line numbers without splitting the block: check that against the
+    plain answer, with every kind of line end around the hits."""
+    from gymwatch.core.markers import is_error_line
+    set_chunk(monkeypatch, 97)
+    rng = random.Random(13)
+    bodies = [b"ok line", b"ERROR: bad", b"x [Errno 98] y", b"needle here", b"Needle twice needle",
+              b"Traceback (most recent call last):", b'"POST /x HTTP/1.1" 500 Internal', b""]
+    ends = [b"\n", b"\r\n", b"\r"]
+    for k in range(20):
+        data = b"".join(rng.choice(bodies) + rng.choice(ends) for _ in range(rng.randint(1, 120)))
+        p = tmp_path / f"f{k}.log"
+        write(p, data + rng.choice([b"", b"tail needle"]))
+        ix = LogIndex(p, sync_lines=0)
+        truth = tailer_truth(p)
+        assert lines_of(ix) == truth
+        assert ix.filter(Matcher(errors_only=True)) == [i for i, t in enumerate(truth) if is_error_line(t)]
+        assert ix.filter(Matcher("needle")) == [i for i, t in enumerate(truth) if "needle" in t.lower()]
+        assert ix.filter(Matcher("!needle")) == [i for i, t in enumerate(truth) if "needle" not in t.lower()]
+        ix.close()

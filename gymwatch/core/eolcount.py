@@ -34,14 +34,20 @@ def count_lf(data: bytes | bytearray, cut: int) -> int:
     return n
 
 
-def lone_crs(body: bytes | bytearray, cut: int) -> int:
-    """Lone \\r in body[:cut]: a memchr walk, fast when \\r is rare (counting \\r\\n is not)."""
-    n, i, last = 0, body.find(b"\r", 0, cut), cut - 1
+def lone_crs(body: bytes | bytearray, a: int, b: int) -> int:
+    """Lone \r in body[a:b]: a memchr walk, fast when \r is rare (counting \r\n is not).
+    The range must not split a \r\n."""
+    n, i = 0, body.find(b"\r", a, b)
     while i >= 0:
-        if i == last or body[i + 1] != 0x0A:
+        if i + 1 >= b or body[i + 1] != 0x0A:
             n += 1
-        i = body.find(b"\r", i + 1, cut)
+        i = body.find(b"\r", i + 1, b)
     return n
+
+
+def count_eols(data: bytes | bytearray, a: int, b: int) -> int:
+    """Line ends in data[a:b] (which must not split a \r\n)."""
+    return data.count(b"\n", a, b) + lone_crs(data, a, b)
 
 
 class EolScan:
@@ -89,7 +95,7 @@ class EolScan:
             self.probe = probe + end                # a long line: no end yet
             return 0 if end > 0 else -1
         self.end = self.probe = probe + cut
-        return count_lf(data, cut) + lone_crs(data, cut)
+        return count_lf(data, cut) + lone_crs(data, 0, cut)
 
 
 def line_start_after(fd: int, pos: int, limit: int) -> int:

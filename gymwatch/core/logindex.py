@@ -345,11 +345,13 @@ class LogIndex:
             hits = matcher.candidates(data)
             if hits is not None and not hits:
                 continue
-            starts = line_starts()
-            idx = sorted({bisect.bisect_right(starts, h) - 1 for h in hits}) if hits is not None \
-                else range(len(starts))
-            found = [first + i for i in idx if (first + i <= start if reverse else first + i >= start)
-                     and matcher.line(_text(data, starts, i))]
+            if hits is None:
+                starts = line_starts()
+                lines: Iterator[tuple[int, bytes]] = ((i, _raw(data, starts, i)) for i in range(len(starts)))
+            else:
+                lines = _hit_lines(data, sorted(hits))
+            found = [first + i for i, raw in lines if (first + i <= start if reverse else first + i >= start)
+                     and matcher.line(decode(raw))]
             yield from (reversed(found) if reverse else found)
 
     def find(self, matcher: "Matcher", frm: int, forward: bool = True, wrap: bool = True) -> Optional[int]:
@@ -364,9 +366,29 @@ class LogIndex:
         return list(self.scan(matcher, start))
 
 
-def _text(data: bytes, starts: list[int], i: int) -> str:
+def _raw(data: bytes, starts: list[int], i: int) -> bytes:
+    """Line i of a block (capped at CAP bytes, no line end)."""
     end = starts[i + 1] if i + 1 < len(starts) else len(data)
-    return decode(_strip_eol(data[starts[i]:min(end, starts[i] + CAP)]))
+    return _strip_eol(data[starts[i]:min(end, starts[i] + CAP)])
+
+
+def _hit_lines(data: bytes, hits: list[int]) -> Iterator[tuple[int, bytes]]:
+    """(index in the block, capped text) of each line holding one of `hits` (ascending byte
+    offsets). Line ends are counted only up to each hit: splitting every line of a block
+    cost more than the search itself when hits are sparse."""
+    n, pos = 0, 0            # pos: a line start, and n the index of the line starting there
+    for h in hits:
+        if h < pos:
+            continue                              # another hit in the line just given
+        start = max(data.rfind(b"\n", pos, h), data.rfind(b"\r", pos, h)) + 1 or pos
+        n += eolcount.count_eols(data, pos, start)
+        end = data.find(b"\n", h)
+        end = len(data) if end < 0 else end
+        cr = data.find(b"\r", h, end)            # bounded: \r is rare, a free search runs far
+        end = cr if cr >= 0 else end
+        yield n, data[start:min(end, start + CAP)]
+        n += 1
+        pos = end + (2 if data[end:end + 2] == b"\r\n" else 1)
 
 
 def _strip_eol(data: bytes) -> bytes:
