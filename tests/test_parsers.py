@@ -3,9 +3,11 @@
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gymwatch.core import gymlines as gl
 from gymwatch.core.layout import NotARun, discover
+from gymwatch.core import markers
 from gymwatch.core.markers import find_marker, is_error_line
 from gymwatch.core.records import BadLine, failure_facts, materialized_facts, rollout_facts
 from gymwatch.core.redact import REDACTED, redact_argv, redact_obj, redact_text
@@ -77,6 +79,22 @@ def test_markers(line, marker):
 ])
 def test_not_markers(line):
     assert find_marker(line) is None and not is_error_line(line)
+
+
+@pytest.mark.parametrize("name", [name for name, _ in markers.MARKERS])
+def test_every_marker_match_holds_one_of_its_keywords(name):
+    """The keyword prefilter may only skip lines no marker matches: generate matches of each
+    marker's pattern (with text around them) and check each holds one of its keywords."""
+    pattern = dict(markers.MARKERS)[name]
+    keywords = markers.KEYWORDS_BY_MARKER[name]
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(pattern))
+    def check(line):
+        assert any(k in line for k in keywords), line
+        if "\n" not in line and "\r" not in line and not markers.BENIGN.search(line):
+            assert markers.find_marker(line) is not None
+    check()
 
 
 def _row(**kw):

@@ -31,7 +31,7 @@ from typing import Callable, Iterator, Optional
 
 from . import eolcount
 from .eolcount import CHUNK, EolScan
-from .markers import MARKERS, is_error_line
+from .markers import MARKER_KEYWORDS, is_error_line
 
 SPLIT_MIN = 64 << 20       # with more than this left to count, a child process counts half
 SYNC_LINES = 2000          # lines indexed before the constructor returns
@@ -439,8 +439,6 @@ class Matcher:
         """Byte offsets in `data` where a match may be: [] rules the block out, None means
         every line must be tested (inverted text, non-ASCII text)."""
         if self.errors_only:
-            if not _KEYWORDS_SOUND:
-                return None
             hits = _positions(data, _KEYWORDS)
             if not hits or not self.text or self.invert:
                 return hits
@@ -480,21 +478,8 @@ def _positions(data: bytes, needles: tuple[bytes, ...]) -> list[int]:
     return out
 
 
-# Literals one of which every failure marker (core.markers) needs, to find candidate lines
-# at memchr speed. Sound only for the markers they were written for: a marker added there
-# and not here turns the shortcut off (every line is then tested).
-MARKER_KEYWORDS = {
-    "traceback": (b"Traceback (most recent call last):",), "process_died": (b"finished unexpectedly!",),
-    "caught_exception": (b"Caught an exception printed above in",), "model_retry": (b"[model_retry ",),
-    "request_exception": (b"Hit an exception while making a request",), "http_5xx": (b'" 5',),
-    "uv_version": (b"required uv version",), "uv_error": (b"error: ",), "errno": (b"[Errno ",),
-    "permission": (b"PermissionError",), "not_found": (b"FileNotFoundError",),
-    "killed": (b"Killed", b"Out of memory", b"OOMKilled", b"oom-kill"),
-    "exception_line": (b"Error: ", b"Exception: "), "log_error": (b"ERROR", b"CRITICAL"),
-    "timeout": (b"Timed out after ",), "never_answered": (b"model endpoint(s) never answered",),
-}
-_KEYWORDS_SOUND = {name for name, _ in MARKERS} <= set(MARKER_KEYWORDS)
-_KEYWORDS = tuple(k for name, _ in MARKERS for k in MARKER_KEYWORDS.get(name, ()))
+# Markers' keywords as bytes, to find candidate lines in a block at memchr speed.
+_KEYWORDS = tuple(k.encode() for k in MARKER_KEYWORDS)
 
 
 class LogSet:

@@ -31,13 +31,28 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # Known-harmless lines that mention an error word (Ray's ulimit warning quotes an OSError).
 BENIGN = re.compile(r"Found ulimit of .* failed to automatically increase")
 
-# One combined scan: most lines hold no marker, so a single search rejects them fast.
+# For each marker, literals one of which every match of it contains (a test generates matches
+# from each pattern to check this). Most lines hold none of them, and one search for all the
+# literals (~1 us a line) rejects those far faster than the markers' own patterns (~9 us).
+KEYWORDS_BY_MARKER: dict[str, tuple[str, ...]] = {
+    "traceback": ("Traceback (most recent call last):",), "process_died": ("finished unexpectedly!",),
+    "caught_exception": ("Caught an exception printed above in",), "model_retry": ("[model_retry ",),
+    "request_exception": ("Hit an exception while making a request",), "http_5xx": ('" 5',),
+    "uv_version": ("required uv version",), "uv_error": ("error: ",), "errno": ("[Errno ",),
+    "permission": ("PermissionError",), "not_found": ("FileNotFoundError",),
+    "killed": ("Killed", "Out of memory", "oom-kill"),
+    "exception_line": ("Error: ", "Exception: "), "log_error": ("ERROR", "CRITICAL"),
+    "timeout": ("Timed out after ",), "never_answered": ("model endpoint(s) never answered",),
+}
+MARKER_KEYWORDS = tuple(dict.fromkeys(k for name, _ in MARKERS for k in KEYWORDS_BY_MARKER[name]))
+_KEYWORD = re.compile("|".join(re.escape(k) for k in MARKER_KEYWORDS))
+# One combined scan for the lines that hold a keyword.
 _ANY = re.compile("|".join(f"(?:{p.pattern})" for _, p in MARKERS))
 
 
 def find_marker(line: str) -> str | None:
     """The name of the first failure marker in `line`, or None."""
-    if not _ANY.search(line) or BENIGN.search(line):
+    if not is_error_line(line):
         return None
     for name, pattern in MARKERS:
         if pattern.search(line):
@@ -46,4 +61,5 @@ def find_marker(line: str) -> str | None:
 
 
 def is_error_line(line: str) -> bool:
-    return _ANY.search(line) is not None and not BENIGN.search(line)
+    return (_KEYWORD.search(line) is not None and _ANY.search(line) is not None
+            and not BENIGN.search(line))

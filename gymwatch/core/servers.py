@@ -53,30 +53,22 @@ def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
         return
     server.last_line = text
     server.last_line_at = ev
-    if server.state in (READY, EXITED, FAILED) and gl.VENV_RE.search(text):
-        _restart(server, tracker)
-    _lifecycle(server, text, ev, now)
+    if gl.VENV_RE.search(text):
+        if server.state in (READY, EXITED, FAILED):
+            _restart(server, tracker)
+        if server.kind == "unknown":
+            server.kind = gl.server_kind(server.name, text)
+        set_state(server, INSTALLING, now, "creating venv")
+    else:
+        _lifecycle(server, text, ev, now)
     _errors(server, tracker, text, ev, now)
 
 
 def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> None:
-    if gl.VENV_RE.search(text):
-        if server.kind == "unknown":
-            server.kind = gl.server_kind(server.name, text)
-        set_state(server, INSTALLING, now, "creating venv")
-        return
-    m = gl.RESOLVED_RE.search(text)
-    if m and server.state in (PENDING, INSTALLING):
-        server.packages = int(m.group(1))
-        set_state(server, INSTALLING, now, f"installing venv: {server.packages} packages")
-        return
-    m = gl.INSTALLED_RE.search(text)
-    if m and server.state in (PENDING, INSTALLING):
-        server.packages = int(m.group(1))
-        set_state(server, INSTALLING, now, f"installed {server.packages} packages")
-        return
-    if gl.INSTALL_RE.search(text) and server.state in (PENDING, INSTALLING):
-        set_state(server, INSTALLING, now, server.phase or "installing venv")
+    """A line that is not a venv's creation. Install lines only count before the server
+    starts (a served request may well print "Installed"), so they are not even searched for
+    after: a long log is mostly a ready server's request lines."""
+    if server.state in (PENDING, INSTALLING) and _install_line(server, text, now):
         return
     m = gl.UVICORN_RE.search(text)
     if m:
@@ -99,6 +91,23 @@ def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> No
             set_state(server, FAILED, now, "failed")
         else:
             set_state(server, EXITED, now, "exited before ready")
+
+
+def _install_line(server: Server, text: str, now: float | None) -> bool:
+    m = gl.RESOLVED_RE.search(text)
+    if m:
+        server.packages = int(m.group(1))
+        set_state(server, INSTALLING, now, f"installing venv: {server.packages} packages")
+        return True
+    m = gl.INSTALLED_RE.search(text)
+    if m:
+        server.packages = int(m.group(1))
+        set_state(server, INSTALLING, now, f"installed {server.packages} packages")
+        return True
+    if gl.INSTALL_RE.search(text):
+        set_state(server, INSTALLING, now, server.phase or "installing venv")
+        return True
+    return False
 
 
 def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now: float | None) -> None:

@@ -105,19 +105,32 @@ class Tailer:
                 data = data[1:]      # a \r\n split across two reads
             self._partial = self._partial[:-1]
             self._emit(b"", batch)
-        if b"\r" not in data and len(data) <= MAX_LINE:
-            # Fast path (JSONL, most logs): plain \n ends, split in C. No piece of `data` is longer
-            # than MAX_LINE, so only the first (joined to the held partial) can need cutting.
-            pieces = data.split(b"\n")
-            rest = pieces.pop()
-            if pieces:
-                self._emit(pieces[0], batch)
-                n = self.lineno
-                if len(pieces) > 1:
-                    batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:]))
-                    self.lineno = n + len(pieces) - 1
-            self._hold(rest)
+        if len(data) > MAX_LINE:
+            self._split_slow(data, batch)
             return
+        # Split in C: on \n first, then (only if there is a \r at all) each piece on lone \r.
+        # No piece of `data` is longer than MAX_LINE, so only the first (joined to the held
+        # partial) can need cutting.
+        pieces = data.split(b"\n")
+        rest = pieces.pop()
+        if b"\r" in data:
+            pieces = _split_crs(pieces)
+            tail = rest.split(b"\r")
+            if rest.endswith(b"\r"):
+                tail.pop()
+                tail[-1] += b"\r"       # a trailing \r may be half of \r\n: decide on the next read
+            rest = tail.pop()
+            pieces += tail
+        if pieces:
+            self._emit(pieces[0], batch)
+            n = self.lineno
+            if len(pieces) > 1:
+                batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:]))
+                self.lineno = n + len(pieces) - 1
+        self._hold(rest)
+
+    def _split_slow(self, data: bytes, batch: Batch) -> None:
+        """A read bigger than MAX_LINE (a test's tiny MAX_LINE): line by line, each one cut."""
         start = 0
         for m in _EOL.finditer(data):
             if m.end() == len(data) and m.group() == b"\r":
@@ -144,6 +157,20 @@ class Tailer:
             # Keep the head of a giant line; the tail is dropped until its newline.
             self._partial = self._partial[:MAX_LINE]
             self._skipping = True
+
+
+def _split_crs(pieces: list[bytes]) -> list[bytes]:
+    """Lines from pieces split on \n: a piece's final \r was half of \r\n; any other \r
+    ends a line of its own (tqdm redraws its bar after a lone \r)."""
+    out: list[bytes] = []
+    for p in pieces:
+        if b"\r" not in p:
+            out.append(p)
+            continue
+        if p.endswith(b"\r"):
+            p = p[:-1]
+        out += p.split(b"\r")
+    return out
 
 
 def _is_regular(mode: int) -> bool:
