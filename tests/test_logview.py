@@ -278,3 +278,16 @@ async def test_open_in_pager_at_the_line(tmp_path, monkeypatch):
 @contextmanager
 def _fake_suspend(self):
     yield
+
+
+async def test_a_jump_right_after_a_following_open_is_kept(tmp_path):
+    """Opening a log follows it to its end once laid out; an evidence jump that comes before
+    that deferred scroll must win (it used to be overridden, landing far from the line)."""
+    p = numbered(tmp_path, n=5000)
+    app = ViewApp(p, follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        lv = app.query_one(LogView)
+        lv.follow = False                 # what the log pane does to show an evidence line
+        lv.open(str(p), line=57)
+        await pilot.pause(0.3)
+        assert lv.cursor == 56 and lv.scroll_y <= 56 < lv.scroll_y + lv.size.height

@@ -381,6 +381,8 @@ class LogView(ScrollView, can_focus=True):
             self.call_after_refresh(self._to_end)
 
     def _to_end(self) -> None:
+        if not self.follow:
+            return        # queued while following, but a jump (an evidence line) came first
         self.cursor = max(0, self.row_count - 1)
         if not self.scrollable_content_region.height:      # not laid out yet
             self.call_after_refresh(self._to_end)
