@@ -62,3 +62,33 @@ def test_chunked_equals_whole(tmp_path_factory, case, seed, steps):
     session.poll(final=True)
     assert normalised(session.state) == whole
     shutil.rmtree(dst, ignore_errors=True)
+
+
+def test_polls_with_a_time_budget_catch_up_to_the_same_model(tmp_path, monkeypatch):
+    """The live screen polls with a time budget, so a huge log is read over several polls:
+    each poll says what is behind, and the end result is the model of one whole read."""
+    import gymwatch.core.session as session_mod
+    import gymwatch.core.tail as tail_mod
+    monkeypatch.setattr(session_mod, "LIVE_SLICE", 64 << 10)
+    monkeypatch.setattr(tail_mod, "CHUNK", 16 << 10)
+    run = tmp_path / "run"
+    shutil.copytree(CASES / "mixed_ok", run)
+    log = run / "logs" / "policy_model.log"
+    with log.open("a") as fh:
+        for i in range(20_000):
+            fh.write(f'(policy_model) INFO:     127.0.0.1:{i} - "POST /v1/responses HTTP/1.1" 200 OK\n')
+            if i % 997 == 0:
+                fh.write("(policy_model) [model_retry url=http://x/v1 status=500 kind=server attempt=1]\n")
+    whole = read_run(str(run), check_processes=False)
+    session = RunSession.open(str(run), check_processes=False, clock=lambda: 1000.0)
+    polls, seen = 0, []
+    while True:
+        session.poll(budget=0.0)       # one slice of each file per poll
+        polls += 1
+        if not session.behind:
+            break
+        seen.append(session.behind["logs/policy_model.log"][0])
+        assert session.state.servers["policy_model"].ready_at is None     # catching up: untimed
+    assert polls > 10 and seen == sorted(seen) and len(set(seen)) == len(seen)
+    session.poll(final=True)
+    assert normalised(session.state) == normalised(whole.state)

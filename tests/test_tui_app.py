@@ -296,3 +296,27 @@ async def test_bindings_can_be_remapped():
         app.set_keymap({"gymwatch.next_failure": "x"})
         await pilot.press("x")
         assert app.trials.trial_at_cursor().key == (1, 0, None)
+
+
+async def test_a_huge_log_is_read_over_several_polls_with_the_screen_up(tmp_path: Path, monkeypatch):
+    """The first screen does not wait for a big log: polls have a time budget, the summary
+    says what is being read, and more polls follow at once until it is all read."""
+    import gymwatch.core.session as session_mod
+    import gymwatch.core.tail as tail_mod
+    import gymwatch.tui.live as live_mod
+    monkeypatch.setattr(session_mod, "LIVE_SLICE", 32 << 10)
+    monkeypatch.setattr(tail_mod, "CHUNK", 16 << 10)
+    monkeypatch.setattr(live_mod, "POLL_BUDGET", 0.0)
+    run = copy_case("mixed_ok", tmp_path)
+    with (run / "logs" / "policy_model.log").open("a") as fh:
+        fh.writelines(f'(policy_model) INFO:     127.0.0.1:{i} - "POST /x HTTP/1.1" 200 OK\n' for i in range(20_000))
+        fh.write("(policy_model) ERROR:    the last line\n")
+    clock = FakeClock()
+    app = make_app(LiveRun(str(run), clock=clock, check_processes=False), clock)   # no hints, no ticks
+    async with app.run_test(size=SIZE) as pilot:
+        assert "reading logs/policy_model.log" in app.live.catching_up()
+        assert "reading logs/policy_model.log" in str(app.summary.render())
+        assert await wait_for(pilot, lambda: not app.live.catching_up())
+        assert app.polls > 10
+        assert app.live.state.servers["policy_model"].last_line == "ERROR:    the last line"
+        assert "reading" not in str(app.summary.render())

@@ -22,6 +22,7 @@ from .verdict import settle
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
 READ_BUDGET = 8 << 20      # bytes of one file read per slice
+LIVE_SLICE = 1 << 20       # ... when a poll has a time budget (~0.1 s of a server log's lines)
 SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the run has
 
 
@@ -37,6 +38,8 @@ class RunSession:
         self._last_shape_check = 0.0
         self._manifest_sig: tuple = ()
         self._caught_up = False
+        self._deadline: Optional[float] = None
+        self.behind: dict[str, tuple[int, int]] = {}    # rel path -> (bytes read, size) left for later
         self._new_state()
 
     def _new_state(self) -> None:
@@ -62,8 +65,13 @@ class RunSession:
         return cls(layout, explicit_file=os.path.isfile(path), logs_given=bool(logs), **kw)
 
     # --- reading -------------------------------------------------------------------
-    def poll(self, final: bool = False) -> Changes:
-        """Read every watched file from its offset. `final`: the run is over, take partial lines too."""
+    def poll(self, final: bool = False, budget: Optional[float] = None) -> Changes:
+        """Read every watched file from its offset. `final`: the run is over, take partial lines too.
+        `budget`: seconds of reading after which a file not read to its end is left for the next
+        poll (`behind` lists them; every file still gets a slice), so a screen stays responsive
+        while it catches up with a log of gigabytes. Until nothing is behind, lines are untimed."""
+        self._deadline = None if budget is None else time.monotonic() + budget
+        self.behind = {}
         stamp = self._line_clock()   # None on the first read: the lines already there are untimed
         old = self.state             # server times carry over any re-read below
         now = time.monotonic()
@@ -81,7 +89,7 @@ class RunSession:
             reset = True
         if reset:
             carry_times(old, self.state)
-        self._caught_up = True
+        self._caught_up = self._caught_up or not self.behind
         self._processes()
         settle(self.state, self.reducer.trackers, stamp)
         self.state.now = self._now()
@@ -154,8 +162,10 @@ class RunSession:
             t = self.tailers[path] = self._tailer(path, offset_key)
             self._rels[path] = self.layout.rel(path)
         rel = self._rels[path]
+        deadline = self._deadline
+        piece = READ_BUDGET if deadline is None else LIVE_SLICE
         while True:   # in slices, so a 300 MB rollouts file is never held whole
-            batch = t.read(final=final, max_bytes=READ_BUDGET)
+            batch = t.read(final=final, max_bytes=piece)
             if batch.error:
                 self.reducer.file_error(rel, f"cannot read: {batch.error}")
             if batch.reset:
@@ -166,6 +176,9 @@ class RunSession:
                 files = self.reducer.changes.files
                 files[rel] = files.get(rel, 0) + len(batch.lines)
             if not batch.more:
+                return False
+            if deadline is not None and time.monotonic() >= deadline:
+                self.behind[rel] = (t.offset, _size(path))
                 return False
 
     def _tailer(self, path: Path, offset_key: str) -> Tailer:
@@ -266,6 +279,13 @@ def _stat_sig(path: Path) -> tuple:
         return (str(path), st.st_size, st.st_mtime_ns)
     except OSError:
         return (str(path), None, None)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _count_lines(path: Path, upto: int) -> int:

@@ -71,6 +71,7 @@ class GymwatchApp(EvidenceNav, App):
         self._last_verdict: Optional[str] = None
         self._started = False
         self._follow_board = False    # board highlights open logs (once the first log is chosen)
+        self._catch_up_pending = False
         if not animations:
             self.animation_level = "none"
 
@@ -97,6 +98,7 @@ class GymwatchApp(EvidenceNav, App):
         changes = self.live.poll()
         changes.reset = True
         self.apply(changes)
+        self._catch_up()
         self._start_watch()
         self.set_interval(self.tick, self.refresh_run)
         if self.head:
@@ -110,8 +112,20 @@ class GymwatchApp(EvidenceNav, App):
             return
         self.polls += 1
         self.apply(self.live.poll())
+        self._catch_up()
         if self.live.watch_paths() != self._watched:
             self._start_watch()
+
+    def _catch_up(self) -> None:
+        """A poll that left part of a big file for later: poll again as soon as the screen has
+        had its turn, not a tick later (one such poll pending at a time)."""
+        if self.live.catching_up() and not self._catch_up_pending:
+            self._catch_up_pending = True
+            self.set_timer(0.02, self._catch_up_poll)
+
+    def _catch_up_poll(self) -> None:
+        self._catch_up_pending = False
+        self.refresh_run()
 
     def apply(self, changes: Changes) -> None:
         st, now = self.live.state, self.clock()
@@ -140,7 +154,8 @@ class GymwatchApp(EvidenceNav, App):
         elapsed = self.clock() - self.live.started() if live else None
         rate, eta = self.live.rate_eta() if v is not None and v.name == "collecting" else (None, None)
         polling = "polling" if self.watch_mode == "polling" else ""
-        mode = " · ".join(x for x in ("replay" if self.live.replay else "", polling, self.head_error) if x)
+        mode = " · ".join(x for x in ("replay" if self.live.replay else "", polling, self.head_error,
+                                      self.live.catching_up()) if x)
         line1 = summary_text(self.live.root.name, st, v, elapsed, self.live.done_total(), rate, eta)
         self.summary.show(line1, reason_text(st, v, self.live.waiting, mode))
 

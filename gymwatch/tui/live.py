@@ -21,6 +21,7 @@ from ..core.verdict import collector_ended
 from ..replay import MARKER
 
 RATE_WINDOW = 60.0   # seconds of samples behind the trials/s rate
+POLL_BUDGET = 0.1    # seconds of reading per poll; the rest of a huge file is read on the next ones
 
 
 class LiveRun:
@@ -68,17 +69,27 @@ class LiveRun:
             self._open()
             changes = self._first_poll()
         else:
-            changes = self.session.poll()
+            changes = self.session.poll(budget=POLL_BUDGET)
             self._sample()
         if changes.reset and self.session.state is not old:
             carry_times(old, self.session.state)
         return changes
 
     def _first_poll(self) -> Changes:
-        changes = self.session.poll()
+        changes = self.session.poll(budget=POLL_BUDGET)
         changes.reset = True
         self._sample()
         return changes
+
+    def catching_up(self) -> str:
+        """What is still being read for the first time ("" when nothing), e.g.
+        'reading logs/policy_model.log: 12% of 1.0 GB'."""
+        behind = self.session.behind if self.session else {}
+        if not behind:
+            return ""
+        rel, (done, size) = max(behind.items(), key=lambda kv: kv[1][1] - kv[1][0])
+        more = f" (+{len(behind) - 1} more)" if len(behind) > 1 else ""
+        return f"reading {rel}: {100 * done // max(size, 1)}% of {_human(size)}{more}"
 
     def _layout_grew(self) -> bool:
         lay = self.session.layout
@@ -139,3 +150,11 @@ class LiveRun:
         return self.opened_at
 
 
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ..core.model import RunState
+from ..core.sanitize import clean
 from ..core.verdict import Verdict, counts, mean_reward
 from .fmt import STATUS_LOOK, VERDICT_LOOK, duration, plain
 
@@ -54,7 +55,7 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
 def reason_text(state: Optional[RunState], v: Optional[Verdict], waiting: str, mode: str = "") -> Text:
     t = Text(no_wrap=True, end="")
     if mode:
-        t.append(f"[{mode}] ", style="dim")
+        t.append(f"[{clean(mode)}] ", style="dim")      # file names in it: never markup, no escapes
     if v is None:
         t.append_text(plain(waiting, 300, "dim"))
         return t
