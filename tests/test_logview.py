@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 
 from textual.app import App, ComposeResult
@@ -291,3 +292,51 @@ async def test_a_jump_right_after_a_following_open_is_kept(tmp_path):
         lv.open(str(p), line=57)
         await pilot.pause(0.3)
         assert lv.cursor == 56 and lv.scroll_y <= 56 < lv.scroll_y + lv.size.height
+
+
+async def test_lines_a_first_index_finds_are_not_new_lines(tmp_path, monkeypatch):
+    """A big file is indexed in the background after it opens; the lines found meanwhile
+    were there all along: scrolled up while following, only true appends count as new."""
+    from gymwatch.core import eolcount, logindex
+    monkeypatch.setattr(logindex, "CHUNK", 256)
+    monkeypatch.setattr(eolcount, "CHUNK", 256)
+    monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
+    monkeypatch.setattr(logindex, "SYNC_LINES", 20)
+    step = eolcount.EolScan.step
+
+    def slow_step(self, fd, size):                           # a first index that takes a while
+        time.sleep(0.0005)
+        return step(self, fd, size)
+    monkeypatch.setattr(eolcount.EolScan, "step", slow_step)
+    p = numbered(tmp_path, 20_000)
+    app = ViewApp(p, follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        lv = app.query_one(LogView)
+        assert not lv.logs.done                              # still indexing
+        await pilot.pause()
+        lv.scroll_to(y=0, animate=False, immediate=True)     # the user scrolls up: paused
+        assert await settle(pilot, lambda: lv.logs.done and lv.row_count == 20_000, tries=500)
+        assert lv.refresh_file() == 0
+        assert not any(app.new_lines) and lv.scroll_y == 0
+        with p.open("a") as fh:
+            fh.write("appended 1\nappended 2\n")
+        lv.refresh_file()                                    # (indexed in the background here)
+        assert await settle(pilot, lambda: app.new_lines[-1:] == [2])
+
+
+async def test_errors_only_while_following_keeps_following(tmp_path, monkeypatch):
+    monkeypatch.setattr("gymwatch.tui.logview.BIG_BYTES", 0)     # the filter runs in a thread
+    p = tmp_path / "a.log"
+    p.write_text("".join(f"ERROR: bad {i}\n" if i % 7 == 0 else f"fine {i}\n" for i in range(2000)))
+    app = ViewApp(p, follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        lv = app.query_one(LogView)
+        assert await settle(pilot, lambda: lv.scroll_y == lv.max_scroll_y > 0)
+        await pilot.press("e")
+        assert await settle(pilot, lambda: not lv._filtering and lv.row_count == 286)
+        assert await settle(pilot, lambda: lv.scroll_y == lv.max_scroll_y)
+        assert lv.follow and not lv._paused and "ERROR: bad 1995" in screen_text(lv)[-1]
+        with p.open("a") as fh:
+            fh.write("fine x\nERROR: appended\n")
+        lv.refresh_file()
+        assert await settle(pilot, lambda: "ERROR: appended" in screen_text(lv)[-1])

@@ -499,6 +499,7 @@ class LogSet:
         self._segs: list[list[int]] = [[i, 0, 0] for i in range(len(self.indexes))]  # [src, a, b)
         self._loading = [True] * len(self.indexes)
         self._seen = [0] * len(self.indexes)
+        self.appended = 0
         self._cum: list[int] = [0] * len(self._segs)
         self.sync()
 
@@ -514,12 +515,17 @@ class LogSet:
         return all(ix.done for ix in self.indexes)
 
     def sync(self) -> int:
-        """Take in lines indexed since the last call (background or refresh). Returns rows added."""
+        """Take in lines indexed since the last call (background or refresh). Returns rows added;
+        `appended` says how many of them were appended to a file after its first index (the
+        rest were there all along: a big file's first index takes a while)."""
         before = self.rows if self._cum else 0
+        self.appended = 0
         for src, ix in enumerate(self.indexes):
             n = ix.line_count
             if n <= self._seen[src]:
                 continue
+            if not self._loading[src]:
+                self.appended += n - self._seen[src]
             if self._loading[src]:
                 self._segs[src][2] = n
             elif self._segs[-1][0] == src and self._segs[-1][2] == self._seen[src]:

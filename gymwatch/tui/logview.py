@@ -339,7 +339,8 @@ class LogView(ScrollView, can_focus=True):
 
     # --- live ------------------------------------------------------------------------
     def refresh_file(self) -> int:
-        """Index bytes appended since the last call (on a change hint). Returns rows added."""
+        """Index bytes appended since the last call (on a change hint). Returns the rows added
+        by appends (not those a big file's first index is still finding)."""
         if self.logs is None:
             return 0
         result = self.logs.refresh()
@@ -353,11 +354,12 @@ class LogView(ScrollView, can_focus=True):
             self._move_to(min(self.cursor, self.row_count - 1))
             return result.added
         self._cache.clear()          # a partial last line may have grown
+        appended = self.logs.appended
         if result.added:
             self._grew(False, result.added)
         else:
             self.refresh()
-        return result.added
+        return min(result.added, appended)
 
     def _grew(self, initial: bool, added: int) -> None:
         """`added` rows were taken in (before filtering): extend the filter, follow or count."""
@@ -374,11 +376,13 @@ class LogView(ScrollView, can_focus=True):
         self._update_size()
         if not self.follow or not added:
             return
-        if self._paused:
-            self._unseen += added
-            self.post_message(self.NewLines(self._unseen))
-        else:
+        if not self._paused:
             self.call_after_refresh(self._to_end)
+            return
+        new = min(added, self.logs.appended)     # type: ignore[union-attr]
+        if new:                                  # lines found by a first index are not new
+            self._unseen += new
+            self.post_message(self.NewLines(self._unseen))
 
     def _to_end(self) -> None:
         if not self.follow:
@@ -402,10 +406,14 @@ class LogView(ScrollView, can_focus=True):
     def set_filter(self, text: str, errors_only: bool = False) -> None:
         """Show only lines containing `text` (case-insensitive; `!text` inverts), or error lines."""
         keep = self._row(self.cursor) if self.row_count else 0
+        tail = self.follow and not self._paused       # following the end: go on following it
         self._filter = Matcher(text, errors_only)
         self._apply_filter()
         self._update_size()
-        self._move_to(self._visible_index(keep), center=True)
+        if tail:
+            self.call_after_refresh(self._to_end)
+        else:
+            self._move_to(self._visible_index(keep), center=True)
 
     @property
     def filter_text(self) -> str:
@@ -454,6 +462,8 @@ class LogView(ScrollView, can_focus=True):
             self._filtering = False
             self._rows.extend(self._match_rows(self._rows[-1] + 1 if self._rows else 0))  # lines since
         self._update_size()
+        if self.follow and not self._paused:
+            self.call_after_refresh(self._to_end)
         self.post_message(self.Filtered(len(self._rows), done))
 
     def action_filter(self) -> None:
