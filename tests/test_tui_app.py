@@ -34,9 +34,9 @@ async def test_finished_run_shows_verdict_servers_and_trials():
         assert "SOME TRIALS NEVER RAN" in text and "3/3 ready" in text and "trials 10/10" in text
         assert "mean reward 0.833" in text
         assert app.board.row_count == 3
-        status = cell(app.trials, "1:0:", "status")
+        status = app.trials.cell((1, 0, None), "status")
         assert status.plain == "◆ NEVER RAN" and "on dark_magenta" in str(status.style)
-        assert cell(app.trials, "1:0:", "reward").plain.startswith("withheld")
+        assert app.trials.cell((1, 0, None), "reward").plain.startswith("withheld")
 
 
 async def test_filter_and_sort_keys():
@@ -52,7 +52,7 @@ async def test_filter_and_sort_keys():
         assert app.trials.view == "all" and app.trials.row_count == 10
         await pilot.press("s")                      # sort by status: never-ran rows first
         assert app.trials.sort_by == "status"
-        first = app.trials.get_row_at(0)
+        first = app.trials.row_cells(0)
         assert first[3].plain == "◆ NEVER RAN"
 
 
@@ -108,20 +108,21 @@ async def test_updates_are_incremental(tmp_path: Path, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         assert await wait_for(pilot, lambda: app.started)
         assert await wait_for(pilot, lambda: app.trials.row_count == 10)
-        calls = {"clear": 0, "add_row": 0, "update_cell": 0}
-        for name in calls:
-            orig = getattr(app.trials, name)
+        calls = {"rebuild": 0}
+        orig = app.trials.rebuild
 
-            def spy(*a, _orig=orig, _name=name, **kw):
-                calls[_name] += 1
-                return _orig(*a, **kw)
-            monkeypatch.setattr(app.trials, name, spy)
+        def spy(*a, **kw):
+            calls["rebuild"] += 1
+            return orig(*a, **kw)
+        monkeypatch.setattr(app.trials, "rebuild", spy)
+        app.trials.focus()
+        app.trials.select((3, 1, None))
         with open(run / "rollouts.jsonl", "ab") as fh:
             fh.write(b"".join(rows[4:6]))
         app.hints.put_nowait("rollouts.jsonl")
         assert await wait_for(pilot, lambda: count(app, "completed") == 6)
-        assert calls["clear"] == 0 and calls["add_row"] == 0
-        assert 0 < calls["update_cell"] <= 2 * 7     # only cells of the two changed rows
+        assert calls["rebuild"] == 0                                  # a poll only moves changed rows
+        assert app.trials.trial_at_cursor().key == (3, 1, None)       # and the cursor stays put
 
 
 def count(app: GymwatchApp, status: str) -> int:
@@ -286,7 +287,7 @@ async def test_clicking_a_column_header_sorts():
         x = sum(len(label) + 2 for _, label in COLUMNS[:3]) + 3     # inside "Status"
         await pilot.click(app.trials, offset=(x, 1))                 # the header row, below the border
         assert await wait_for(pilot, lambda: app.trials.sort_by == "status")
-        assert app.trials.get_row_at(0)[3].plain == "◆ NEVER RAN"
+        assert app.trials.row_cells(0)[3].plain == "◆ NEVER RAN"
 
 
 async def test_bindings_can_be_remapped():

@@ -44,10 +44,10 @@ async def test_replay_fills_the_screen(tmp_path: Path):
         assert boards[0][0] == 0 and boards[-1] == (3, 3)
         assert any(0 < r < 10 for r in trial_rows) or trial_rows.count(10) < len(trial_rows)
         assert trial_rows[-1] == 10
-        never = [rk for rk in ("1:0:", "1:1:", "4:0:", "4:1:")
-                 if app.trials.get_cell(rk, "status").plain == "◆ NEVER RAN"]
+        never = [k for k in ((1, 0, None), (1, 1, None), (4, 0, None), (4, 1, None))
+                 if app.trials.cell(k, "status").plain == "◆ NEVER RAN"]
         assert len(never) == 4
-        assert "on dark_magenta" in str(app.trials.get_cell("4:1:", "status").style)
+        assert "on dark_magenta" in str(app.trials.cell((4, 1, None), "status").style)
         app.trials.focus()
         app.trials.select((4, 0, None))
         await pilot.press("enter")

@@ -1,17 +1,25 @@
-"""TrialsTable on its own: batched fill of a big view, updates while filling, sort after adds."""
+"""TrialsTable on its own: a virtual list (rows drawn when on screen), updates in place."""
 
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
 from gymwatch.core.model import RunState, Trial
+from gymwatch.tui import trials as trials_mod
 from gymwatch.tui.testing import wait_for
-from gymwatch.tui.trials import FILL_BATCH, TrialsTable, row_key
+from gymwatch.tui.trials import TrialsTable
 
 
 class Host(App):
+    def __init__(self):
+        super().__init__()
+        self.chosen = []
+
     def compose(self) -> ComposeResult:
         yield TrialsTable()
+
+    def on_trials_table_chosen(self, event: TrialsTable.Chosen) -> None:
+        self.chosen.append(event.trial.key)
 
 
 def state(n: int) -> RunState:
@@ -22,35 +30,97 @@ def state(n: int) -> RunState:
     return st
 
 
-async def test_big_view_fills_in_batches_and_takes_updates_meanwhile():
-    n = 2 * FILL_BATCH + 500
+async def test_a_big_view_is_there_at_once_and_takes_updates():
+    n = 20_000
     st = state(n)
     app = Host()
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(100, 30)):
         table = app.query_one(TrialsTable)
         table.rebuild(st)
-        assert table.row_count == FILL_BATCH and table.filling
-        last = st.trials[(n // 2 - 1, 1, None)]           # not added yet
+        assert table.row_count == n
+        last = st.trials[(n // 2 - 1, 1, None)]
         last.status, last.reward = "never_ran", None
         new = Trial(n, 0, status="failed", failure_class="agent_run_error")
         st.trials[new.key] = new
         table.update(st, {last.key, new.key}, set())
-        assert await wait_for(pilot, lambda: not table.filling)
         assert table.row_count == n + 1
-        assert table.get_cell(row_key(last.key), "status").plain == "◆ NEVER RAN"
-        assert str(table.get_row_at(table.row_count - 1)[0]) == str(n)   # key order kept
+        assert table.cell(last.key, "status").plain == "◆ NEVER RAN"
+        assert table.row_cells(table.row_count - 1)[0].plain == str(n)      # key order kept
 
 
-async def test_new_rows_are_sorted_into_place():
-    st = state(6)
+async def test_only_the_rows_on_screen_are_drawn(monkeypatch):
+    st = state(50_000)
     app = Host()
     async with app.run_test(size=(100, 30)) as pilot:
         table = app.query_one(TrialsTable)
         table.rebuild(st)
+        await pilot.pause()
+        made = []
+        real = trials_mod.cells
+        monkeypatch.setattr(trials_mod, "cells", lambda t: made.append(t.key) or real(t))
+        table.refresh()
+        await pilot.pause()
+        assert 0 < len(made) <= table.size.height
+
+
+async def test_new_rows_are_sorted_into_place_and_the_cursor_stays_on_its_trial():
+    st = state(6)
+    app = Host()
+    async with app.run_test(size=(100, 30)):
+        table = app.query_one(TrialsTable)
+        table.rebuild(st)
         table.set_sort("status")
+        table.select((2, 1, None))
         t = Trial(0, 5, status="never_ran")
         st.trials[t.key] = t
         table.update(st, {t.key}, set())
-        assert table.get_row_at(0)[3].plain == "◆ NEVER RAN"
+        assert table.row_cells(0)[3].plain == "◆ NEVER RAN"
+        assert table.trial_at_cursor().key == (2, 1, None)                # moved down a row with it
+        many = {}
+        for i in range(200):                                              # a big poll: one re-sort
+            x = Trial(100 + i, 0, status="failed" if i % 2 else "completed", reward=0.0)
+            st.trials[x.key] = many[x.key] = x
+        table.update(st, set(many), set())
+        keys = [table._order[i][1] for i in range(table.row_count)]
+        assert keys == sorted(keys, key=lambda k: trials_mod.sort_value(st.trials[k], "status"))
+        assert table.trial_at_cursor().key == (2, 1, None)
         table.update(st, set(), {(0, 5, None)})
-        assert table.row_count == 6
+        assert table.row_count == 206
+
+
+async def test_keys_clicks_and_header_sort():
+    st = state(100)
+    app = Host()
+    async with app.run_test(size=(100, 20)) as pilot:
+        table = app.query_one(TrialsTable)
+        table.rebuild(st)
+        table.focus()
+        await pilot.press("down", "down", "enter")
+        assert app.chosen == [(1, 0, None)]
+        await pilot.press("end")
+        assert table.cursor == 99 and table.scroll_y == table.max_scroll_y > 0
+        await pilot.press("home")
+        assert table.cursor == 0 and table.scroll_y == 0
+        await pilot.click(TrialsTable, offset=(2, 3))                       # the third row
+        assert app.chosen[-1] == (1, 0, None)
+        x = sum(w + 2 for w in table._widths[:4]) + 2                      # inside the Reward header
+        await pilot.click(TrialsTable, offset=(x, 0))
+        assert table.sort_by == "reward"
+        await wait_for(pilot, lambda: True)
+
+
+async def test_filter_views():
+    st = state(10)
+    st.trials[(1, 0, None)].status = "failed"
+    app = Host()
+    async with app.run_test(size=(100, 20)):
+        table = app.query_one(TrialsTable)
+        table.rebuild(st)
+        table.set_view("failed")
+        assert table.row_count == 1 and "showing failed (1)" in table.border_title
+        st.trials[(2, 0, None)].status = "failed"
+        table.update(st, {(2, 0, None)}, set())
+        assert table.row_count == 2
+        st.trials[(1, 0, None)].status = "completed"
+        table.update(st, {(1, 0, None)}, set())
+        assert table.row_count == 1 and table.trial_at_cursor().key == (2, 0, None)

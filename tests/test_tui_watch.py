@@ -48,10 +48,10 @@ async def test_real_watcher_sees_appended_rows(tmp_path: Path):
             assert done() == 3
             fh.write(rows[3][100:] + b"".join(rows[4:7]))
         assert await wait_for(pilot, lambda: done() == 7, tries=500)
-        assert app.trials.get_cell(_rk(rows[6]), "status").plain == "✓ completed"
+        assert app.trials.cell(_key(rows[6]), "status").plain == "✓ completed"
 
 
-def _rk(raw: bytes) -> str:
+def _key(raw: bytes) -> tuple:
     import json
     d = json.loads(raw)
-    return f"{d['_ng_task_index']}:{d['_ng_rollout_index']}:"
+    return (d["_ng_task_index"], d["_ng_rollout_index"], None)

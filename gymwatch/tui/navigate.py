@@ -57,10 +57,13 @@ class EvidenceNav:
             s = st.servers.get(event.row_key.value)
             if s is not None:
                 self._open_server_evidence(s)
-        elif event.data_table is self.trials:
-            t = self.trials.trial_at_cursor()
-            if t is not None:
-                self.open_evidence(t.evidence or attribution.trial_cause(st, t))
+
+    def on_trials_table_chosen(self, event) -> None:
+        """Enter or a click on a trial: its own row's line, else the log line of its cause."""
+        st = self.live.state
+        if st is not None:
+            t = event.trial
+            self.open_evidence(t.evidence or attribution.trial_cause(st, t))
 
     def open_trial_cause(self, t) -> None:
         """`l` on a trial: the log line where its cause is (the agent's log for a never-ran)."""
