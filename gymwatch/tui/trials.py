@@ -132,7 +132,7 @@ class TrialsTable(ScrollView, can_focus=True):
         trials = [t for t in state.trials.values() if self._in_view(t)] if state is not None else []
         self._sv = {t.key: sort_value(t, self.sort_by) for t in trials}
         self._order = sorted((v, k) for k, v in self._sv.items())
-        self._after_change(here)
+        self._after_change(here, scroll=True)        # a user's sort or filter: show the cursor
 
     def update(self, state: RunState, changed: set[TrialKey], removed: set[TrialKey]) -> None:
         """A poll's changes: rows move, appear and go; nothing else is touched."""
@@ -177,11 +177,11 @@ class TrialsTable(ScrollView, can_focus=True):
         if i < len(self._order) and self._order[i][1] == key:
             del self._order[i]
 
-    def _after_change(self, here: Optional[TrialKey]) -> None:
+    def _after_change(self, here: Optional[TrialKey], scroll: bool = False) -> None:
         """Keep the cursor on its trial (rows above it may have come or gone) and redraw."""
         self.virtual_size = Size(sum(self._widths) + 2 * len(COLUMNS), len(self._order) + 1)
         if here is not None and here in self._sv:
-            self._move(self._index_of(here), scroll=False)
+            self._move(self._index_of(here), scroll=scroll)
         else:
             self.cursor = max(0, min(self.cursor, len(self._order) - 1))
         self.refresh()
