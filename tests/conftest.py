@@ -13,3 +13,15 @@ MCQA = FIXTURES / "gym-0.4.0-mcqa"
 @pytest.fixture
 def cases() -> Path:
     return CASES
+
+
+def record_made(monkeypatch, owner, name: str) -> list:
+    """Replace `owner.name` (a class or factory) by one that records every object it makes."""
+    made = []
+    real = getattr(owner, name)
+
+    def spy(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+    monkeypatch.setattr(owner, name, spy)
+    return made

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import record_made
 from gymwatch.browse import runs as runs_mod
 from gymwatch.browse import summary as summary_mod
 from gymwatch.browse.cache import SummaryCache, cache_dir
@@ -118,14 +119,7 @@ def test_cache_hits_misses_and_never_writes_into_runs(tmp_path, user_cache):
 def pools(monkeypatch):
     """Pool even a few runs, and record every pool made."""
     monkeypatch.setattr(runs_mod, "POOL_MIN_RUNS", 2)
-    made = []
-    real = runs_mod.WorkerPool
-
-    def spy(*args, **kwargs):
-        made.append(real(*args, **kwargs))
-        return made[-1]
-    monkeypatch.setattr(runs_mod, "WorkerPool", spy)
-    return made
+    return record_made(monkeypatch, runs_mod, "WorkerPool")
 
 
 def test_a_pool_lists_the_same_runs_in_the_same_order(tmp_path, pools):

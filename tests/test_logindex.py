@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from conftest import record_made
 from gymwatch.core import eolcount, logindex
 from gymwatch.core.logindex import CAP, LogIndex, LogSet, Matcher
 from gymwatch.core.tail import Tailer, decode
@@ -169,17 +170,22 @@ def test_first_lines_available_before_background_finishes(tmp_path, monkeypatch)
     assert ix.done and ix.line_count == 20_000 and ix.line(19_999) == "line 19999"
 
 
-def test_appends_while_background_indexing(tmp_path, monkeypatch):
-    set_chunk(monkeypatch, 32)
-    monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
-    p = tmp_path / "a.log"
-    write(p, b"".join(b"%d\n" % i for i in range(5000)))
-    ix = LogIndex(p, sync_lines=10)
-    write(p, b"".join(b"%d\n" % i for i in range(5000, 6000)), "ab")
+def appended_while_indexing(p, n: int, more: int, sync_lines: int) -> LogIndex:
+    """n numbered lines, an index opened on them, `more` lines appended while it works."""
+    write(p, b"".join(b"%d\n" % i for i in range(n)))
+    ix = LogIndex(p, sync_lines=sync_lines)
+    write(p, b"".join(b"%d\n" % i for i in range(n, n + more)), "ab")
     ix.refresh()
     ix.wait()
     ix.refresh()
-    assert lines_of(ix) == [str(i) for i in range(6000)]
+    assert lines_of(ix) == [str(i) for i in range(n + more)]
+    return ix
+
+
+def test_appends_while_background_indexing(tmp_path, monkeypatch):
+    set_chunk(monkeypatch, 32)
+    monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
+    appended_while_indexing(tmp_path / "a.log", 5000, 1000, sync_lines=10)
 
 
 def test_find_next_prev_and_case(tmp_path, small_chunks):
@@ -322,14 +328,7 @@ def split_small(monkeypatch):
     set_chunk(monkeypatch, 64)
     monkeypatch.setattr(logindex, "SPLIT_MIN", 512)
     monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
-    children = []
-    real = subprocess.Popen
-
-    def spy(*args, **kwargs):
-        children.append(real(*args, **kwargs))
-        return children[-1]
-    monkeypatch.setattr(logindex.subprocess, "Popen", spy)
-    return children
+    return record_made(monkeypatch, logindex.subprocess, "Popen")
 
 
 def test_split_index_matches_the_core_tailer(tmp_path, split_small):
@@ -366,13 +365,7 @@ def test_split_falls_back_when_the_child_fails(tmp_path, split_small, monkeypatc
 
 def test_split_then_append_then_truncate(tmp_path, split_small):
     p = tmp_path / "a.log"
-    write(p, b"".join(b"%d\n" % i for i in range(2000)))
-    ix = LogIndex(p, sync_lines=0)
-    write(p, b"".join(b"%d\n" % i for i in range(2000, 2100)), "ab")
-    ix.refresh()
-    ix.wait()
-    ix.refresh()
-    assert lines_of(ix) == [str(i) for i in range(2100)]
+    ix = appended_while_indexing(p, 2000, 100, sync_lines=0)
     write(p, b"".join(b"t%d\n" % i for i in range(1000)))
     assert ix.refresh().reset and lines_of(ix) == [f"t{i}" for i in range(1000)]
     ix.close()
