@@ -321,3 +321,28 @@ async def test_a_huge_log_is_read_over_several_polls_with_the_screen_up(tmp_path
         assert app.polls > 10
         assert app.live.state.servers["policy_model"].last_line == "ERROR:    the last line"
         assert "reading" not in str(app.summary.render())
+
+
+async def test_all_logs_merged_and_back_to_one():
+    app = fixture_app("mixed_ok")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        app.board.focus()
+        await pilot.press("m")
+        view = app.pane.view
+        assert app.pane.rel == "all servers (3 logs)" and app.pane.border_title == "Logs: all servers"
+        assert [label for label in view.logs.labels] == ["mcqa", "mcqa_simple_agent", "policy_model"]
+        assert await wait_for(pilot, lambda: view_settled(app))
+        assert view.row_count == sum(ix.line_count for ix in view.logs.indexes)
+        text = [view.render_line(y).text for y in range(view.size.height)]
+        assert any("policy_model" in line and "│" in line for line in text)     # labelled lines
+        await pilot.press("down")                                           # a server again: its own log
+        assert await wait_for(pilot, lambda: app.pane.rel.startswith("logs/") and not app.pane.merged)
+
+
+async def test_all_logs_of_a_bundle_is_its_merged_output():
+    app = fixture_app("evaluator_bundle")
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        await pilot.press("m")
+        assert app.pane.merged and all("gym_env" in r for r in app.pane.merged)

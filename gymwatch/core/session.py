@@ -251,6 +251,10 @@ class RunSession:
         settle(self.state, self.reducer.trackers, self._now())
         return self.reducer.take_changes()
 
+    def streams(self) -> list[Stream]:
+        """Gym's captured output files found so far (the layout's, and any that appeared)."""
+        return sorted(self._streams.values(), key=lambda s: str(s.path))
+
     def watch_paths(self) -> list[Path]:
         return self.layout.watch_dirs()
 

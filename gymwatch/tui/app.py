@@ -52,6 +52,7 @@ class GymwatchApp(EvidenceNav, App):
         Binding("slash", "find", "Find", key_display="/", id="gymwatch.find"),
         Binding("f", "toggle_follow", "Follow", id="gymwatch.follow"),
         Binding("e", "errors_only", "Errors", show=False, id="gymwatch.errors"),
+        Binding("m", "all_logs", "All logs", show=False, id="gymwatch.all_logs"),
     ]
 
     def __init__(self, run: LiveRun | str, logs: Optional[str] = None, *,
@@ -242,6 +243,9 @@ class GymwatchApp(EvidenceNav, App):
 
     def action_errors_only(self) -> None:
         self.pane.action_errors_only()
+
+    def action_all_logs(self) -> None:
+        self.open_all_logs()
 
     def set_trial_filter(self, view: str) -> None:
         self.trials.set_view(view)

@@ -35,6 +35,7 @@ class GymwatchCommands(Provider):
             ("Open verdict evidence", app.action_verdict_evidence, "the line the verdict rests on"),
             ("Log: toggle follow", app.action_toggle_follow, "tail the log"),
             ("Log: errors only", app.action_errors_only, "filter the log to error lines"),
+            ("Log: all servers merged", app.action_all_logs, "every server's log in one view"),
         ]
         state = app.live.state
         for name in sorted(state.servers) if state else ():

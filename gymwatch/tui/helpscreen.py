@@ -22,6 +22,7 @@ KEYS = (
     ("f, G", "log: follow on/off (scrolling up pauses it), jump to the end and follow"),
     ("/  n N", "log: find, next / previous match"),
     ("e", "log: error lines only"),
+    ("m", "log: every server's log merged, a coloured label per server (l: back to one)"),
     ("ctrl+p", "command palette"),
     ("q / ctrl+q", "quit (the run keeps going: gymwatch never stops it)"),
 )

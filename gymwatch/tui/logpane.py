@@ -46,6 +46,7 @@ class LogPane(Vertical):
         self.errors_only = False
         self.line: Optional[int] = None
         self.only = ""
+        self.merged: list[str] = []      # rel paths shown together (the merged view), else []
 
     def compose(self) -> ComposeResult:
         yield Static(id="log-header")
@@ -68,6 +69,7 @@ class LogPane(Vertical):
         """Open a file: at `line` (highlighted, not following) or at its end, following.
         `only`: show just the lines containing it (one server's lines of a merged log)."""
         self.path, self.rel, self.line, self.new_lines = path, rel, line, 0
+        self.merged = []
         self.border_title = "Evidence" if line else "Log"
         if only != self.only:
             self.only = only
@@ -78,6 +80,23 @@ class LogPane(Vertical):
             self.call_after_refresh(self._to_end, 3)
         else:
             self.call_after_refresh(self._reveal, 3)
+        self._header()
+
+    def show_merged(self, sources: list[tuple[str, Path, str]]) -> None:
+        """Every server's log as one view, following: (label, path, rel) each, lines prefixed
+        with their coloured label, appended lines in the order they arrive."""
+        if not hasattr(self.view, "open_merged"):
+            return
+        self.path, self.line, self.new_lines = None, None, 0
+        self.rel = f"all servers ({len(sources)} logs)"
+        self.merged = [rel for _, _, rel in sources]
+        self.border_title = "Logs: all servers"
+        if self.only:
+            self.only = ""
+            self.view.set_filter("", errors_only=self.errors_only)
+        self.view.follow = True
+        self.view.open_merged([(label, str(path)) for label, path, _ in sources])
+        self.call_after_refresh(self._to_end, 3)
         self._header()
 
     def _reveal(self, tries: int) -> None:
@@ -103,7 +122,7 @@ class LogPane(Vertical):
             self.set_timer(0.1, lambda: self._to_end(tries - 1))
 
     def files_changed(self, files: dict[str, int]) -> None:
-        if not (self.rel and self.rel in files):
+        if not (self.rel and (self.rel in files or any(r in files for r in self.merged))):
             return
         view = self.view
         behind = view.follow and view.scroll_y < view.max_scroll_y   # following, but scrolled up

@@ -9,6 +9,7 @@ from textual.markup import escape
 from textual.widgets import DataTable
 
 from ..core import attribution
+from ..core.layout import ENV
 from ..core.model import FAILED, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence
 from ..core.verdict import verdict
 
@@ -40,6 +41,21 @@ class EvidenceNav:
         if rel != self.pane.rel or only != self.pane.only or (force and self.pane.line is not None):
             self.pane.show(self._abs(rel), rel, only=only)
         self.pane.border_title = f"Log: {escape(name)}"
+
+    def open_all_logs(self) -> None:
+        """Every server's own log merged into one view (label and colour per server); where
+        the servers' output is only in Gym's captured output, that output (already merged)."""
+        session = self.live.session
+        if session is None:
+            return
+        lay = session.layout
+        sources = [(name, path, lay.rel(path)) for name, path in sorted(lay.server_logs().items())]
+        if not sources:
+            sources = [(s.path.name, s.path, lay.rel(s.path)) for s in session.streams() if s.role == ENV]
+        if not sources:
+            self.notify("no server output yet", markup=False)
+            return
+        self.pane.show_merged(sources)
 
     def _abs(self, rel: str) -> Path:
         p = Path(rel)
