@@ -328,6 +328,7 @@ def split_small(monkeypatch):
     set_chunk(monkeypatch, 64)
     monkeypatch.setattr(logindex, "SPLIT_MIN", 512)
     monkeypatch.setattr(logindex, "SYNC_BYTES", 0)
+    monkeypatch.setattr(logindex, "_cores", lambda: 2)
     return record_made(monkeypatch, logindex.subprocess, "Popen")
 
 
@@ -340,6 +341,13 @@ def test_split_index_matches_the_core_tailer(tmp_path, split_small):
         assert lines_of(ix) == tailer_truth(p)
         ix.close()
     assert len(split_small) >= 20 and all(c.returncode == 0 for c in split_small)
+
+
+def test_no_split_on_one_core(tmp_path, split_small, monkeypatch):
+    monkeypatch.setattr(logindex, "_cores", lambda: 1)
+    p = tmp_path / "a.log"
+    write(p, random_log(random.Random(2), 1500))
+    assert lines_of(LogIndex(p, sync_lines=0)) == tailer_truth(p) and not split_small
 
 
 def test_split_at_a_crlf_and_at_a_lone_cr(tmp_path, split_small, monkeypatch):

@@ -142,7 +142,8 @@ class LogIndex:
         """For a big file, count its back half in a child process while this thread counts the
         front half, then take the child's blocks. Any failure leaves the rest to this thread."""
         size, probe = self._size, self._scan.probe
-        if not (self._split_ok and sys.executable) or size - probe < SPLIT_MIN or self._fd is None:
+        if not (self._split_ok and sys.executable and _cores() > 1) or size - probe < SPLIT_MIN \
+                or self._fd is None:
             return
         start = eolcount.line_start_after(self._fd, probe + (size - probe) // 2, 1 << 20)
         if start < 0 or start >= size:
@@ -389,6 +390,14 @@ def _hit_lines(data: bytes, hits: list[int]) -> Iterator[tuple[int, bytes]]:
         yield n, data[start:min(end, start + CAP)]
         n += 1
         pos = end + (2 if data[end:end + 2] == b"\r\n" else 1)
+
+
+def _cores() -> int:
+    """CPUs this process may run on: a second process only pays with a second core."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _strip_eol(data: bytes) -> bytes:
