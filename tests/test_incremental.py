@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import CASES
 from gymwatch.core.session import RunSession, read_run
+from gymwatch.core.verdict import verdict
 from gymwatch.report import to_json
 
 CASE_NAMES = ["aborted_500", "some_never_ran", "startup_failed", "evaluator_bundle", "live_timeline"]
@@ -92,3 +93,22 @@ def test_polls_with_a_time_budget_catch_up_to_the_same_model(tmp_path, monkeypat
     assert polls > 10 and seen == sorted(seen) and len(set(seen)) == len(seen)
     session.poll(final=True)
     assert normalised(session.state) == normalised(whole.state)
+
+
+def test_no_trial_is_missing_while_rows_are_still_being_read(tmp_path, monkeypatch):
+    """A finished run read over budgeted polls: until its rows are all read, the pending trials
+    are not missing and the verdict is not concluded."""
+    import gymwatch.core.session as session_mod
+    import gymwatch.core.tail as tail_mod
+    monkeypatch.setattr(session_mod, "LIVE_SLICE", 2 << 10)
+    monkeypatch.setattr(tail_mod, "CHUNK", 2 << 10)
+    run = tmp_path / "run"
+    shutil.copytree(CASES / "mixed_ok", run)
+    session = RunSession.open(str(run), check_processes=False)
+    session.poll(budget=0.0)
+    assert session.behind and session.state.reading
+    assert verdict(session.state).name == "collecting"
+    assert not any(t.status == "missing" for t in session.state.trials.values())
+    while session.behind:
+        session.poll(budget=0.0)
+    assert not session.state.reading and verdict(session.state).name == "ok"

@@ -194,3 +194,4 @@ class RunState:
     agent_names: set[str] = field(default_factory=set)  # agent_ref.name seen in rows
     notes: list[str] = field(default_factory=list)
     now: Optional[float] = None                   # clock of the last update (live runs)
+    reading: bool = False                         # files not yet read to their end (a budgeted poll)

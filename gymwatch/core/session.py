@@ -90,6 +90,7 @@ class RunSession:
         if reset:
             carry_times(old, self.state)
         self._caught_up = self._caught_up or not self.behind
+        self.state.reading = bool(self.behind)
         self._processes()
         settle(self.state, self.reducer.trackers, stamp)
         self.state.now = self._now()

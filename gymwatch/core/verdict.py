@@ -71,7 +71,11 @@ def parent_ended(state: RunState) -> bool:
 
 
 def collector_ended(state: RunState) -> bool:
+    """The collector is done: what has no row now never will. Not while rows are still being
+    read (a screen catching up with a big run): every pending trial would look missing."""
     c = state.collector
+    if state.reading:
+        return False
     if c.finished or state.aggregate_written:
         return True
     if not c.started:
