@@ -2,6 +2,8 @@
 
 import shutil
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import CASES
@@ -112,3 +114,24 @@ def test_no_trial_is_missing_while_rows_are_still_being_read(tmp_path, monkeypat
     while session.behind:
         session.poll(budget=0.0)
     assert not session.state.reading and verdict(session.state).name == "ok"
+
+
+@pytest.mark.parametrize("case", CASE_NAMES + ["mixed_ok"])
+def test_logs_read_after_gyms_own_output_give_the_same_model(tmp_path, case):
+    """Files are tailed separately, so Gym's report of a server (its banner, `Process X finished
+    unexpectedly!`) can be read before the server's own lines: the model must not depend on it."""
+    src = CASES / case
+    whole = normalised(read_run(str(src), check_processes=False).state)
+    dst = tmp_path / case
+    shutil.copytree(src, dst)
+    logs = [p for p in dst.rglob("*.log") if p.parent.name == "logs"]
+    held = {p: p.read_bytes() for p in logs}
+    for p in logs:
+        p.write_bytes(b"")
+    session = RunSession.open(str(dst), check_processes=False)
+    session.poll()
+    for p, data in held.items():
+        p.write_bytes(data)
+    session.poll()
+    session.poll(final=True)
+    assert normalised(session.state) == whole

@@ -214,7 +214,7 @@ class Reducer:
                 s.port = int(value)
                 self.state.port_owner[s.port] = s.name
             elif key == "pid" and value.isdigit():
-                s.pid = s.pid or int(value)
+                s.pid = int(value)     # Gym's record of the process it started wins (see servers.py)
             elif key == "host":
                 s.host = value
             elif key == "url":

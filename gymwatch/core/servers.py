@@ -14,13 +14,14 @@ _CONTINUATION = ("  ", "\t", "The above exception", "During handling of the abov
 class ServerTracker:
     """Per-server reducer state that views do not need (error-block bookkeeping)."""
 
-    __slots__ = ("in_block", "block_start", "block_exception", "last_error_block")
+    __slots__ = ("in_block", "block_start", "block_exception", "last_error_block", "guessed")
 
     def __init__(self) -> None:
         self.in_block = False
         self.block_start: Evidence | None = None
         self.block_exception: Evidence | None = None
         self.last_error_block: tuple[Evidence, Evidence | None] | None = None
+        self.guessed = False        # failed with no error block of its own read yet
 
 
 def set_state(server: Server, state: str, now: float | None, phase: str = "") -> None:
@@ -54,7 +55,7 @@ def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
     server.last_line = text
     server.last_line_at = ev
     if gl.VENV_RE.search(text):
-        if server.state in (READY, EXITED, FAILED):
+        if _lived(server, tracker):
             _restart(server, tracker)
         if server.kind == "unknown":
             server.kind = gl.server_kind(server.name, text)
@@ -62,6 +63,14 @@ def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
     else:
         _lifecycle(server, text, ev, now)
     _errors(server, tracker, text, ev, now)
+
+
+def _lived(server: Server, tracker: ServerTracker) -> bool:
+    """Its own output already showed a whole life (it served, or its own error ended it): a
+    venv being created again is a new start. Ready or dead only by Gym's word is not enough:
+    Gym's output may simply have been read before the server's own."""
+    own_failure = server.state == FAILED and server.failure is not None and not tracker.guessed
+    return server.state in (READY, EXITED, FAILED) and (server.ready_evidence is not None or own_failure)
 
 
 def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> None:
@@ -78,11 +87,12 @@ def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> No
             server.ready_at = now
         set_state(server, READY, now, "ready")
         return
-    if gl.STARTING_RE.search(text) and server.state in (PENDING, INSTALLING, STARTING):
+    if gl.STARTING_RE.search(text):
         pid = gl.SERVER_PID_RE.search(text)
-        if pid:
+        if pid and server.pid is None:      # uvicorn's own pid, until Gym's banner names one
             server.pid = int(pid.group(1))
-        set_state(server, STARTING, now, "starting")
+        if server.state in (PENDING, INSTALLING, STARTING):
+            set_state(server, STARTING, now, "starting")
         return
     if gl.SHUTDOWN_RE.search(text):
         if server.state == READY or server.ready_evidence is not None:
@@ -129,10 +139,12 @@ def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
     if gl.EXC_LINE_RE.match(text.strip()):
         tracker.block_exception = ev
     tracker.last_error_block = (tracker.block_start, tracker.block_exception)
-    # An error before the server is up explains why it is not up.
-    if server.state != READY and server.ready_evidence is None and server.state != FAILED:
+    # An error before the server is up explains why it is not up; also when Gym reported the
+    # server dead before its own error lines were read (the files are tailed separately).
+    if server.state != READY and server.ready_evidence is None and (server.state != FAILED or tracker.guessed):
         server.failure = tracker.block_start
         server.failure_reason = _reason(tracker)
+        server.silent_death = tracker.guessed = False
         if marker == "uv_error":
             # uv's `error:` ends the venv build, and with it the server's start command.
             set_state(server, FAILED, now, "venv build failed")
@@ -156,6 +168,7 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str) ->
     if server.state == FAILED and server.failure is not None:
         return
     block = tracker.last_error_block
+    tracker.guessed = block is None
     if block is not None:
         server.failure = block[0]
         server.failure_reason = _body(block[1] or block[0])
