@@ -135,3 +135,22 @@ def test_logs_read_after_gyms_own_output_give_the_same_model(tmp_path, case):
     session.poll()
     session.poll(final=True)
     assert normalised(session.state) == whole
+
+
+def test_trials_that_turn_missing_are_reported_as_changed(tmp_path):
+    """settle() marks pending trials missing once the collector has ended: a view updating
+    only changed trials must hear of them."""
+    src = CASES / "aborted_500"
+    run = tmp_path / "run"
+    shutil.copytree(src, run)
+    err = run / "gym_eval_run.stderr.log"
+    held = err.read_bytes()
+    err.write_bytes(b"")                              # the collector's traceback comes later
+    session = RunSession.open(str(run), check_processes=False)
+    session.poll()
+    pending = {k for k, t in session.state.trials.items() if t.status == "pending"}
+    assert pending
+    err.write_bytes(held)
+    changes = session.poll()
+    missing = {k for k, t in session.state.trials.items() if t.status == "missing"}
+    assert missing == pending and missing <= changes.trials

@@ -346,3 +346,22 @@ async def test_all_logs_of_a_bundle_is_its_merged_output():
         assert await wait_for(pilot, lambda: app.started)
         await pilot.press("m")
         assert app.pane.merged and all("gym_env" in r for r in app.pane.merged)
+
+
+async def test_the_chosen_server_log_opens_once_it_has_output(tmp_path: Path):
+    """A server known before it printed anything (named in Gym's "Waiting for servers" list)
+    shows "no output yet"; its log opens by itself once its lines arrive, without the user
+    moving the cursor."""
+    run = copy_case("mixed_ok", tmp_path)
+    shutil.rmtree(run / "logs")                      # the servers' output only in Gym's own
+    out = run / "gym_env_start.stdout.log"
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:8]))             # up to the list of servers to wait for
+    clock = FakeClock()
+    app = make_app(LiveRun(str(run), clock=clock, check_processes=False), clock)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.started and app.board.row_count == 3)
+        assert app.pane.rel == "" and "no output yet" in app.pane.border_title
+        out.write_bytes(b"".join(lines))
+        app.hints.put_nowait("stdout")
+        assert await wait_for(pilot, lambda: app.pane.rel == "gym_env_start.stdout.log")

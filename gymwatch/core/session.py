@@ -92,7 +92,7 @@ class RunSession:
         self._caught_up = self._caught_up or not self.behind
         self.state.reading = bool(self.behind)
         self._processes()
-        settle(self.state, self.reducer.trackers, stamp)
+        self.reducer.changes.trials |= settle(self.state, self.reducer.trackers, stamp)
         self.state.now = self._now()
         changes = self.reducer.take_changes()
         changes.reset = reset
@@ -249,7 +249,7 @@ class RunSession:
             self.reducer.server_instances(instances)
         for name, ok in (answers or {}).items():
             self.reducer.http_answer(name, ok)
-        settle(self.state, self.reducer.trackers, self._now())
+        self.reducer.changes.trials |= settle(self.state, self.reducer.trackers, self._now())
         return self.reducer.take_changes()
 
     def streams(self) -> list[Stream]:

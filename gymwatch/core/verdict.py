@@ -29,8 +29,9 @@ class Verdict:
     exit_code: int = EXIT_OK
 
 
-def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> None:
-    """Apply what Gym's parent and the processes say about servers, and mark missing trials."""
+def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> set:
+    """Apply what Gym's parent and the processes say about servers, and mark missing trials.
+    Returns the keys of the trials whose status it changed (views redraw those)."""
     p = state.parent
     env = state.servers.get(state.info.environment)
     if env is not None and env.kind == "unknown":
@@ -53,11 +54,15 @@ def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> None
             if s.state == READY:
                 set_state(s, EXITED, now, "stopped by Gym")
     ended = collector_ended(state)
+    moved = set()
     for t in state.trials.values():
         if t.status == T_PENDING and ended and t.expected:
             t.status = T_MISSING
+            moved.add(t.key)
         elif t.status == T_MISSING and not ended:
             t.status = T_PENDING
+            moved.add(t.key)
+    return moved
 
 
 def parent_gave_up(state: RunState) -> bool:

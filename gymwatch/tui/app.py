@@ -146,6 +146,10 @@ class GymwatchApp(EvidenceNav, App):
             if st is not None and not self._started:
                 self._started = True
                 self.call_after_refresh(self._first_log)   # after the tables' own first highlight
+            elif self._follow_board and not self.pane.rel and changes.files:
+                name = self.board.server_at_cursor()   # its server had no output when chosen
+                if name:
+                    self.open_server_log(name)
 
     def _summary(self) -> None:
         st = self.live.state
