@@ -73,7 +73,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
                  "gym_version": info.gym_version or None, "settings": info.settings},
         "parent": {"started": p.started, "alive": p.alive, "exit_code": p.exit_code, "pending": p.pending,
                    "all_ready": _ev(p.all_ready), "died": _ev(p.died), "timeout": _ev(p.timeout),
-                   "traceback": _ev(p.traceback), "head_url": p.head_url},
+                   "traceback": _ev(p.traceback), "error": _ev(p.error), "head_url": p.head_url},
         "collector": {"started": c.started, "finished": c.finished, "alive": c.alive, "exit_code": c.exit_code,
                       "progress": list(c.progress) if c.progress else None,
                       "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line)},

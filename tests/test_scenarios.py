@@ -1,6 +1,7 @@
 """Scenarios the fixtures do not cover, built from GYM_REFERENCE's formats."""
 
 import json
+from pathlib import Path
 
 from runbuilder import Run, rollout
 
@@ -271,3 +272,15 @@ def test_server_times_survive_a_layout_change(tmp_path):
     srv = s.state.servers["env"]
     assert ch.reset and s.layout.rollouts is not None
     assert (srv.first_seen, srv.ready_at) == (100.0, 120.0)
+
+
+def test_head_server_port_in_use_is_the_evidence_not_the_traceback():
+    """Recorded: gym env start's own head server could not bind its port. The first error line
+    of Gym's own output explains the failed start; the traceback that follows is related."""
+    run = Path(__file__).parent / "fixtures" / "gym-0.4.0-recorded" / "head_port_in_use"
+    state = read_run(str(run), check_processes=False).state
+    v = verdict(state)
+    assert v.name == "startup_failed" and v.exit_code == 2
+    assert (v.evidence.file, v.evidence.line) == ("gym_env_start.stderr.log", 6)
+    assert "[Errno 98]" in v.reason and "address already in use" in v.reason
+    assert [(e.file, e.line) for e in v.related] == [("gym_env_start.stderr.log", 9)]

@@ -151,6 +151,7 @@ class Parent:
     died_server: Optional[str] = None
     timeout: Optional[Evidence] = None           # Gym 0.7 startup timeout
     traceback: Optional[Evidence] = None
+    error: Optional[Evidence] = None             # its own first error line before all were ready
     finished: Optional[Evidence] = None          # NeMo Gym finished!
     last_lines: dict[str, Evidence] = field(default_factory=dict)   # per captured stream
     head_url: Optional[str] = None

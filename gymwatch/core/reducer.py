@@ -16,6 +16,7 @@ from .model import (
     FAILED, READY, T_COMPLETED, T_FAILED, T_NEVER_RAN, T_PENDING,
     Evidence, Malformed, RunState, Server, Trial, TrialKey,
 )
+from .markers import is_error_line
 from .servers import ServerTracker, on_line, set_state
 
 MAX_KEPT_MALFORMED = 200
@@ -139,6 +140,9 @@ class Reducer:
             p.started = True
             if text.strip():
                 p.last_lines[ev.file] = ev
+            if p.error is None and p.all_ready is None and role != EVAL and is_error_line(text) \
+                    and not text.startswith("Traceback"):
+                p.error = ev      # e.g. its head server could not bind its port: why it gave up
 
     def _parent_patterns(self, role: str, text: str, ev: Evidence) -> bool:
         p = self.state.parent

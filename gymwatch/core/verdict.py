@@ -182,11 +182,14 @@ def _startup_failed(state: RunState) -> Verdict:
         related = [e for e in (p.died, p.timeout) if e]
         return Verdict(V_STARTUP_FAILED, f"server {first.name} failed: {first.failure_reason}",
                        first.failure or p.died or p.timeout, related, EXIT_RUN)
-    ev = p.timeout or p.traceback or p.finished or p.last_line
+    ev = p.timeout or p.error or p.traceback or p.finished or p.last_line
     why = "gym env start ended before all servers were ready"
     if p.pending:
         why += f" (still waiting for {', '.join(p.pending)})"
-    return Verdict(V_STARTUP_FAILED, why, ev, [], EXIT_RUN)
+    if ev is p.error and p.error is not None:
+        why += f": {p.error.text.strip()}"
+    related = [p.traceback] if p.traceback is not None and ev is not p.traceback else []
+    return Verdict(V_STARTUP_FAILED, why, ev, related, EXIT_RUN)
 
 
 def _aborted(state: RunState) -> Verdict:
