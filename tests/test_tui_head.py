@@ -79,3 +79,46 @@ async def test_board_shows_probe_results(head_server):
         assert await wait_for(pilot, lambda: "mcqa" in app.board.probes)
         assert await wait_for(pilot, lambda: "HTTP 404" in app.board.get_cell("mcqa", "why").plain)
         assert "refused" in app.board.get_cell("policy_model", "why").plain
+
+
+def _head_with(pid: int):
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            port = self.server.server_address[1]
+            body = json.dumps([{"name": "mcqa", "process_name": "mcqa", "pid": pid,
+                                "url": f"http://127.0.0.1:{port}"}]).encode()
+            self.send_response(200 if self.path == "/server_instances" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_a_head_whose_servers_run_elsewhere_is_another_runs(monkeypatch):
+    """A launched run's head port may still be held by an earlier run: its servers' processes
+    lack this run's marker, so what that head says is not taken as this run's servers."""
+    import os
+    import subprocess
+    import sys
+    monkeypatch.delenv("GYMWATCH_RUN_ID", raising=False)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                             env={**os.environ, "GYMWATCH_RUN_ID": "run-a"})
+    try:
+        for pid, run_id, foreign in ((os.getpid(), "run-a", True), (child.pid, "run-a", False),
+                                     (child.pid, "run-b", True), (os.getpid(), "", False)):
+            srv = _head_with(pid)
+            try:
+                p = head.probe(f"http://127.0.0.1:{srv.server_address[1]}", run_id)
+            finally:
+                srv.shutdown()
+                srv.server_close()
+            assert ("belongs to another run" in p.error) == foreign, (pid, run_id, p.error)
+            assert (p.answers == {}) == foreign
+    finally:
+        child.kill()
+        child.wait()

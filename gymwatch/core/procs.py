@@ -13,6 +13,7 @@ import psutil
 
 GYM_BINARIES = {"gym", "ng", "ng_run", "ng_collect_rollouts", "ng_e2e_collect_rollouts"}
 CREATE_TIME_SLACK = 0.5   # seconds: psutil's create_time is rounded differently across calls
+RUN_ID_VAR = "GYMWATCH_RUN_ID"   # in the environment of every process of a run gymwatch launched
 
 
 @dataclass(slots=True)
@@ -132,3 +133,14 @@ def needles_for(root: Path, rollouts: Optional[Path], logs_dir: Optional[Path]) 
     if logs_dir is not None:
         out.append(str(logs_dir))
     return out
+
+
+def runs_elsewhere(pid: object, run_id: str) -> bool:
+    """True when `pid` is a live process of some other run than `run_id` (it lacks the run's
+    marker); False when it is this run's, or when that cannot be told (gone, not ours to read)."""
+    if not run_id or not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        return psutil.Process(pid).environ().get(RUN_ID_VAR) != run_id
+    except (psutil.Error, OSError):
+        return False

@@ -12,9 +12,10 @@ from typing import Optional
 
 import psutil
 
+from ..core.procs import RUN_ID_VAR
 from ..core.redact import redact_argv
 
-MARKER_VAR = "GYMWATCH_RUN_ID"
+MARKER_VAR = RUN_ID_VAR
 # Captured-stream file stems the core recognises (layout._STREAM_RE).
 STEMS = {"env": "gym_env_start", "eval": "gym_eval_run", "both": "gym_eval_run"}
 

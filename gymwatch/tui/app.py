@@ -232,7 +232,8 @@ class GymwatchApp(EvidenceNav, App):
 
     def _probe_head(self) -> None:
         url = self.head
-        self.run_worker(lambda: headprobe.probe(url), name="head", group="head", thread=True,
+        run_id = self.live.state.info.run_id if self.live.state is not None else ""
+        self.run_worker(lambda: headprobe.probe(url, run_id), name="head", group="head", thread=True,
                         exclusive=True, exit_on_error=False)
 
     # --- other actions -----------------------------------------------------------------------

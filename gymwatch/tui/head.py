@@ -15,6 +15,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from ..core import procs
+
 TIMEOUT = 1.5
 
 
@@ -60,13 +62,19 @@ class Probe:
     error: str = ""
 
 
-def probe(head: str) -> Probe:
-    """Ask the head server for its servers, then `GET /` each (loopback only)."""
+def probe(head: str, run_id: str = "") -> Probe:
+    """Ask the head server for its servers, then `GET /` each (loopback only). `run_id`: the
+    run gymwatch launched; a head whose servers all run elsewhere is another run's (a stale run
+    still holding the port) and says nothing about this one."""
     out = Probe()
     try:
         out.instances = server_instances(head)
     except (HeadError, OSError, ValueError) as exc:
         out.error = f"head server: {_why(exc)}"
+        return out
+    if out.instances and all(procs.runs_elsewhere(i.get("pid"), run_id) for i in out.instances):
+        out.error = f"the head server at {head} belongs to another run"
+        out.instances = []
         return out
     for item in out.instances:
         name = str(item.get("process_name") or item.get("name") or "?")
