@@ -190,3 +190,14 @@ def test_discover_any_stem_and_subdir(tmp_path):
     lay = discover(tmp_path)
     assert lay.rollouts == out / "evals.jsonl"
     assert lay.failures.name == "evals_failures.jsonl" and lay.aggregate.name == "evals_aggregate_metrics.json"
+
+
+def test_a_warm_venv_says_so_in_the_phase():
+    from gymwatch.core.model import Evidence, Server
+    from gymwatch.core.servers import ServerTracker, on_line
+    s, tr = Server(name="mcqa", kind="resources"), ServerTracker()
+    for i, line in enumerate(["Using CPython 3.13.0 interpreter at: /x/python3",
+                              "Creating virtual environment with seed packages at: /w/.venv",
+                              "Checked 4 packages in 10ms"], 1):
+        on_line(s, tr, line, Evidence("logs/mcqa.log", i, line), None)
+    assert (s.state, s.phase, s.packages) == ("installing", "venv up to date: 4 packages", 4)

@@ -47,6 +47,7 @@ VENV_RE = re.compile(r"Using CPython .* interpreter at|Creating virtual environm
 KIND_PATH_RE = re.compile(r"/(resources_servers|responses_api_agents|responses_api_models)/")
 RESOLVED_RE = re.compile(r"Resolved (\d+) packages?")
 INSTALLED_RE = re.compile(r"Installed (\d+) packages?")
+CHECKED_RE = re.compile(r"^\s*(?:Checked|Audited) (\d+) packages?")    # a warm venv: nothing to install
 INSTALL_RE = re.compile(r"^\s*(?:Prepared \d+ packages?|Downloading |Downloaded |Building |Built |Audited |"
                         r"Checked \d+ packages?|Uninstalled |[+-] [\w.\-\[\]]+==|Activate with:)")
 STARTING_RE = re.compile(r"Connecting to Ray cluster|Connected to Ray cluster|Adding a uvicorn logging filter|"

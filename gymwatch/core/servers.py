@@ -114,6 +114,11 @@ def _install_line(server: Server, text: str, now: float | None) -> bool:
         server.packages = int(m.group(1))
         set_state(server, INSTALLING, now, f"installed {server.packages} packages")
         return True
+    m = gl.CHECKED_RE.search(text)
+    if m:
+        server.packages = server.packages or int(m.group(1))
+        set_state(server, INSTALLING, now, f"venv up to date: {m.group(1)} packages")
+        return True
     if gl.INSTALL_RE.search(text):
         set_state(server, INSTALLING, now, server.phase or "installing venv")
         return True
