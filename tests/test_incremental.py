@@ -26,7 +26,7 @@ def files_of(src):
     return sorted(p.relative_to(src) for p in src.rglob("*") if p.is_file())
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=st.sampled_from(CASE_NAMES), seed=st.randoms(use_true_random=False),
        steps=st.integers(min_value=1, max_value=40))
 def test_chunked_equals_whole(tmp_path_factory, case, seed, steps):
