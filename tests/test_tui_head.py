@@ -19,27 +19,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def head_server():
-    seen: list[str] = []
-    dead = free_port()
-
+def serve_head(instances, seen=None) -> ThreadingHTTPServer:
+    """A stand-in head server: `/server_instances` answers `instances(its port)`, all else 404."""
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
-            seen.append(self.path)
-            if self.path == "/server_instances":
-                port = self.server.server_address[1]
-                body = json.dumps([
-                    {"name": "mcqa", "process_name": "mcqa", "host": "127.0.0.1", "port": port,
-                     "url": f"http://127.0.0.1:{port}", "server_type": "resources_servers"},
-                    {"name": "policy_model", "process_name": "policy_model", "host": "127.0.0.1",
-                     "port": dead, "url": f"http://127.0.0.1:{dead}"},
-                    {"name": "far", "process_name": "far", "url": "http://10.1.2.3:80"},
-                ]).encode()
-                self.send_response(200)
-            else:
-                body = b"nope"
-                self.send_response(404)
+            if seen is not None:
+                seen.append(self.path)
+            ok = self.path == "/server_instances"
+            body = json.dumps(instances(self.server.server_address[1])).encode() if ok else b"nope"
+            self.send_response(200 if ok else 404)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -48,8 +36,21 @@ def head_server():
             pass
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+@pytest.fixture
+def head_server():
+    seen: list[str] = []
+    dead = free_port()
+    srv = serve_head(lambda port: [
+        {"name": "mcqa", "process_name": "mcqa", "host": "127.0.0.1", "port": port,
+         "url": f"http://127.0.0.1:{port}", "server_type": "resources_servers"},
+        {"name": "policy_model", "process_name": "policy_model", "host": "127.0.0.1",
+         "port": dead, "url": f"http://127.0.0.1:{dead}"},
+        {"name": "far", "process_name": "far", "url": "http://10.1.2.3:80"},
+    ], seen)
     yield f"http://127.0.0.1:{srv.server_address[1]}", seen
     srv.shutdown()
     srv.server_close()
@@ -81,22 +82,9 @@ async def test_board_shows_probe_results(head_server):
         assert "refused" in app.board.get_cell("policy_model", "why").plain
 
 
-def _head_with(pid: int):
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            port = self.server.server_address[1]
-            body = json.dumps([{"name": "mcqa", "process_name": "mcqa", "pid": pid,
-                                "url": f"http://127.0.0.1:{port}"}]).encode()
-            self.send_response(200 if self.path == "/server_instances" else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *a):
-            pass
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
+def _head_with(pid: int) -> ThreadingHTTPServer:
+    return serve_head(lambda port: [{"name": "mcqa", "process_name": "mcqa", "pid": pid,
+                                     "url": f"http://127.0.0.1:{port}"}])
 
 
 def test_a_head_whose_servers_run_elsewhere_is_another_runs(monkeypatch):
