@@ -99,7 +99,7 @@ class Reducer:
                 self.state.port_owner[s.port] = s.name
             s.host = inst.get("host") if isinstance(inst.get("host"), str) else s.host
             s.url = inst.get("url") if isinstance(inst.get("url"), str) else s.url
-            s.pid = inst.get("pid") if isinstance(inst.get("pid"), int) else s.pid
+            s.pid = s.pid or (inst.get("pid") if isinstance(inst.get("pid"), int) else None)   # a wrapper's
 
     def http_answer(self, name: str, ok: bool) -> None:
         """Any HTTP response from `GET /` proves a server is up (GYM_REFERENCE §2)."""
@@ -218,7 +218,7 @@ class Reducer:
                 s.port = int(value)
                 self.state.port_owner[s.port] = s.name
             elif key == "pid" and value.isdigit():
-                s.pid = int(value)     # Gym's record of the process it started wins (see servers.py)
+                s.pid = s.pid or int(value)    # the bash wrapper's; the server's own wins (servers.py)
             elif key == "host":
                 s.host = value
             elif key == "url":

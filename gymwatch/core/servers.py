@@ -89,7 +89,7 @@ def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> No
         return
     if gl.STARTING_RE.search(text):
         pid = gl.SERVER_PID_RE.search(text)
-        if pid and server.pid is None:      # uvicorn's own pid, until Gym's banner names one
+        if pid:        # the server process itself (Gym's banner and head name its bash wrapper)
             server.pid = int(pid.group(1))
         if server.state in (PENDING, INSTALLING, STARTING):
             set_state(server, STARTING, now, "starting")
