@@ -284,3 +284,28 @@ def test_head_server_port_in_use_is_the_evidence_not_the_traceback():
     assert (v.evidence.file, v.evidence.line) == ("gym_env_start.stderr.log", 6)
     assert "[Errno 98]" in v.reason and "address already in use" in v.reason
     assert [(e.file, e.line) for e in v.related] == [("gym_env_start.stderr.log", 9)]
+
+
+def test_a_server_named_with_a_slash_is_one_server(tmp_path):
+    """`<logs>/team_env.log` holds server `team/env`: its unprefixed first lines (venv setup, Ray)
+    come before any `(team/env) ` prefix tells the name; they must not make a second server."""
+    run = Run(tmp_path)
+    run.lines("logs/team_env.log", "Using CPython 3.13.0 interpreter at: /usr/bin/python3",
+              "Creating virtual environment at: /w/resources_servers/team/.venv",
+              "Connecting to Ray cluster at specified address: 127.0.0.1:1")
+    run.lines("logs/team_env.log", "(team/env) INFO:     Started server process [7]",
+              "(team/env) INFO:     Uvicorn running on http://127.0.0.1:5 (Press CTRL+C to quit)")
+    _, state = report(tmp_path)
+    assert list(state.servers) == ["team/env"]
+    s = state.servers["team/env"]
+    assert (s.state, s.port, s.pid) == ("ready", 5, 7) and s.first_seen is None
+
+
+def test_a_slash_name_known_first_takes_its_logs_unprefixed_lines(tmp_path):
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log",
+              "0 / 1 servers ready. Waiting for servers to spin up: ['team/env']")
+    run.lines("logs/team_env.log", "Creating virtual environment at: /w/resources_servers/team/.venv",
+              "(team/env) INFO:     Uvicorn running on http://127.0.0.1:5 (Press CTRL+C to quit)")
+    _, state = report(tmp_path)
+    assert list(state.servers) == ["team/env"] and state.servers["team/env"].state == "ready"

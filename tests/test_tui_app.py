@@ -365,3 +365,22 @@ async def test_the_chosen_server_log_opens_once_it_has_output(tmp_path: Path):
         out.write_bytes(b"".join(lines))
         app.hints.put_nowait("stdout")
         assert await wait_for(pilot, lambda: app.pane.rel == "gym_env_start.stdout.log")
+
+
+async def test_a_renamed_server_leaves_no_stale_row(tmp_path: Path):
+    """`logs/team_env.log` is server `team_env` until a `(team/env) ` line names it: the
+    board then has one row, `team/env`."""
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    log = run / "logs" / "team_env.log"
+    log.write_text("Creating virtual environment at: /w/resources_servers/team/.venv\n")
+    clock = FakeClock()
+    app = make_app(LiveRun(str(run), clock=clock, check_processes=False), clock)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, lambda: app.board.row_count == 1)
+        with log.open("a") as fh:
+            fh.write("(team/env) INFO:     Uvicorn running on http://127.0.0.1:5 (Press CTRL+C to quit)\n")
+        app.hints.put_nowait("logs")
+        assert await wait_for(pilot, lambda: "team/env" in app.live.state.servers)
+        assert await wait_for(pilot, lambda: app.board.row_count == 1
+                              and app.board.coordinate_to_cell_key((0, 0)).row_key.value == "team/env")

@@ -76,9 +76,35 @@ class Reducer:
         """A line of `<logs>/<name>.log`: it is that server's, prefixed or not."""
         pref, body = gl.split_prefix(text)
         if pref is not None and pref != name and (pref in self.state.servers or gl.log_stem(pref) == name):
+            if gl.log_stem(pref) == name:
+                self._rename(name, pref)
             name = pref   # the real name (slashes become `_` in file names), or a foreign line
+        elif pref is None:
+            name = self._owner_of_stem(name)
         self._server_text(name, body if pref is not None else text, Evidence(file, lineno, text))
         self.state.servers[name].log_file = file
+
+    def _owner_of_stem(self, stem: str) -> str:
+        """The server `<logs>/<stem>.log` belongs to, if one is known by its real name (a name
+        with `/` has its log named with `_`)."""
+        if stem in self.state.servers:
+            return stem
+        return next((n for n in self.state.servers if gl.log_stem(n) == stem), stem)
+
+    def _rename(self, stem: str, real: str) -> None:
+        """Lines at the top of `<stem>.log` came before any `(<real>) ` prefix told the server's
+        real name: give what they made to the real server (unless it is known already)."""
+        servers = self.state.servers
+        if stem == real or stem not in servers:
+            return
+        s = servers.pop(stem)
+        tracker = self.trackers.pop(stem)
+        self.changes.servers.discard(stem)
+        self.changes.run = True
+        if real not in servers:
+            s.name = real
+            servers[real] = s
+            self.trackers[real] = tracker
 
     def _server_text(self, name: str, body: str, ev: Evidence) -> None:
         s = self.server(name)

@@ -38,6 +38,9 @@ class ReadinessBoard(DataTable):
     def update(self, state: RunState, names: set[str], now: Optional[float]) -> None:
         """Update rows of `names`, and the time cells of every row (they move with the clock)."""
         slow = slow_servers(state, now)
+        for name in [n for n in self._cells if n not in state.servers]:   # renamed (a_b -> a/b)
+            self.remove_row(name)
+            del self._cells[name]
         for name, s in state.servers.items():   # few rows: recompute all, write only what differs
             self._set_row(name, self._row(state, s, now, name in slow))
         ready = sum(1 for s in state.servers.values() if s.became_ready)
