@@ -124,3 +124,17 @@ async def test_filter_views():
         st.trials[(1, 0, None)].status = "completed"
         table.update(st, {(1, 0, None)}, set())
         assert table.row_count == 1 and table.trial_at_cursor().key == (2, 0, None)
+
+
+async def test_the_selected_failure_is_shown_whole_and_literally():
+    st = state(4)
+    t = st.trials[(1, 0, None)]
+    t.status, t.failure_class, t.message = "failed", "agent_run_error", "[bold]boom[/bold] \x1b[31mred"
+    app = Host()
+    async with app.run_test(size=(60, 20)):
+        table = app.query_one(TrialsTable)
+        table.rebuild(st)
+        assert table.border_subtitle == ""
+        table.select((1, 0, None))
+        assert "agent_run_error: " in table.border_subtitle and "\x1b" not in table.border_subtitle
+        assert "boom" in table.border_subtitle and r"\[bold]" in table.border_subtitle   # escaped

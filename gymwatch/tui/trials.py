@@ -16,11 +16,13 @@ from rich.text import Span, Text
 from textual.binding import Binding
 from textual.events import Click
 from textual.geometry import Size
+from textual.markup import escape
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..core.model import RunState, Trial, TrialKey
+from ..core.sanitize import clean
 from .fmt import STATUS_LOOK, plain, reward
 
 COLUMNS = (("task", "Task"), ("rollout", "Roll"), ("attempt", "Att"), ("status", "Status"),
@@ -210,6 +212,13 @@ class TrialsTable(ScrollView, can_focus=True):
         n = len(self.state.trials) if self.state else 0
         shown = "" if self.view == "all" else f" · showing {self.view.replace('_', '-')} ({self.row_count})"
         self.border_title = f"Trials {n}{shown} · sort: {self.sort_by}"
+        self._subtitle()
+
+    def _subtitle(self) -> None:
+        """The selected trial's failure in full under the table (its column is narrow)."""
+        t = self.trial_at_cursor()
+        why = " ".join(clean(_why(t)).split()) if t is not None else ""
+        self.border_subtitle = escape(why[:200]) if why else ""     # border text is markup: escape
 
     # --- drawing ------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -254,6 +263,7 @@ class TrialsTable(ScrollView, can_focus=True):
     # --- moving -------------------------------------------------------------------------
     def _move(self, i: int, scroll: bool = True) -> None:
         self.cursor = max(0, min(i, len(self._order) - 1))
+        self._subtitle()
         if not scroll:
             self.refresh()
             return
