@@ -269,7 +269,12 @@ class LogView(ScrollView, can_focus=True):
         return out
 
     def _gutter(self) -> int:
-        most = max((ix.line_count for ix in self.logs.indexes), default=1) if self.logs else 1
+        """Width of the line numbers: from the expected line count while a file is still being
+        indexed, so the text does not shift right as the count grows."""
+        if not self.logs:
+            return 4
+        most = max((ix.line_count if ix.done else int(ix.line_count / max(ix.progress, 1e-6))
+                    for ix in self.logs.indexes), default=1)
         return max(4, len(str(most)))
 
     def _label_width(self) -> int:
