@@ -4,8 +4,8 @@ The index is sparse: a list of *blocks* (~256 KiB, each starting at a line start
 number of the first line in each. Building it only counts line ends per chunk (`eolcount`:
 memchr speed); a block is split into lines only when one of its lines is read, and the split
 is kept in an LRU cache. The first chunks are indexed synchronously so the first screen is
-there at once; a daemon thread indexes the rest, and for a big file a child process counts
-the back half on another core meanwhile.
+there at once; a daemon thread indexes the rest, or for a big file has two child processes
+count its halves (off this process's GIL, on two cores).
 
 Line ends are universal newlines (`\\n`, `\\r\\n`, lone `\\r`) like the core's Tailer, so
 line N here (0-based N-1) is line N in evidence. A trailing `\\r` at EOF stays undecided
@@ -66,7 +66,7 @@ class LogIndex:
         self._thread: Optional[threading.Thread] = None
         self._background = background
         self._split_ok = split
-        self._child: Optional[subprocess.Popen] = None
+        self._children: list[subprocess.Popen] = []
         self.error = ""
         self._open(sync_lines)
 
@@ -139,40 +139,63 @@ class LogIndex:
 
     # --- counting the back half in a child process ------------------------------------------
     def _split(self, stop: Callable[[], bool]) -> None:
-        """For a big file, count its back half in a child process while this thread counts the
-        front half, then take the child's blocks. Any failure leaves the rest to this thread."""
-        size, probe = self._size, self._scan.probe
-        if not (self._split_ok and sys.executable and _cores() > 1) or size - probe < SPLIT_MIN \
+        """For a big file, count its front and back halves in two child processes (counting
+        holds the GIL: in this process it would slow the screen, which may be parsing the same
+        log), then take their blocks in order. Whatever a child fails to do, this thread does."""
+        size, begin = self._size, self._scan.end
+        if not (self._split_ok and sys.executable and _cores() > 1) or size - begin < SPLIT_MIN \
                 or self._fd is None:
             return
-        start = eolcount.line_start_after(self._fd, probe + (size - probe) // 2, 1 << 20)
-        if start < 0 or start >= size:
+        mid = eolcount.line_start_after(self._fd, begin + (size - begin) // 2, 1 << 20)
+        if mid < 0 or mid >= size:
             return
+        try:
+            for a, b in ((begin, mid), (mid, size)):
+                if stop():
+                    return
+                self._spawn(a, b)                     # listed at once: close() kills it
+            front, back = (self._collect(a) for a in (begin, mid))
+            if stop():
+                return
+            if front is None or not self._adopt(front, begin):
+                self._scan = EolScan(begin)            # the front child failed: count it here
+                if self._index(stop, limit=mid):
+                    return
+            if self._scan.end == mid and back is not None and not stop():
+                self._adopt(back, mid)
+        finally:
+            for child in self._children:
+                if child.poll() is None:
+                    child.kill()
+                child.wait()
+            self._children = []
+
+    def _spawn(self, start: int, size: int) -> None:
         try:
             child = subprocess.Popen(
                 [sys.executable, "-I", "-S", eolcount.__file__, str(self._fd), str(start), str(size),
-                 str(eolcount.CHUNK)], pass_fds=(self._fd,),
+                 str(eolcount.CHUNK)], pass_fds=(self._fd,),   # type: ignore[arg-type]
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        except OSError:
-            return
-        self._child = child
-        try:
-            if self._index(stop, limit=start) or self._scan.end != start or stop():
-                return
-            out, _ = child.communicate()
-        finally:
-            self._child = None
-            if child.poll() is None:
-                child.kill()
-            child.wait()
-        if child.returncode == 0 and not stop():
-            self._adopt(out, start)
+        except (OSError, ValueError):
+            return                                # that half is counted here instead
+        child.gymwatch_start = start            # type: ignore[attr-defined]
+        self._children.append(child)
 
-    def _adopt(self, out: bytes, start: int) -> None:
+    def _collect(self, start: int) -> Optional[bytes]:
+        """What the child that counted from `start` wrote, if it ran to its end."""
+        child = next((c for c in self._children if c.gymwatch_start == start), None)  # type: ignore[attr-defined]
+        if child is None:
+            return None
+        out, _ = child.communicate()
+        return out if child.returncode == 0 else None
+
+    def _adopt(self, out: bytes, start: int) -> bool:
+        """Take the blocks a child counted from `start` (the line start this index ends at)."""
         vals = array("q")
         vals.frombytes(out[:len(out) - len(out) % 8])
-        if len(vals) < 3 or len(vals) % 2 == 0 or (len(vals) > 3 and vals[0] != start):
-            return                               # not what the child writes: ignore it
+        if len(vals) < 3 or len(vals) % 2 == 0 or (len(vals) > 3 and vals[0] != start) \
+                or self._scan.end != start:
+            return False                         # not what the child writes, or not where we are
         end, probe, pending = vals[-3], vals[-2], vals[-1]
         with self._lock:
             for i in range(0, len(vals) - 3, 2):
@@ -181,6 +204,7 @@ class LogIndex:
                 self._lines += vals[i + 1]
             self._scan.end, self._scan.probe, self._scan.pending_cr = end, probe, bool(pending)
             self._end = end
+        return True
 
     @property
     def done(self) -> bool:
@@ -225,12 +249,12 @@ class LogIndex:
         self._close_fd()
 
     def _stop_child(self) -> None:
-        child = self._child
-        if child is not None and child.poll() is None:
-            try:
-                child.kill()
-            except OSError:
-                pass
+        for child in list(self._children):
+            if child.poll() is None:
+                try:
+                    child.kill()
+                except OSError:
+                    pass
 
     def _close_fd(self) -> None:
         if self._fd is not None:
