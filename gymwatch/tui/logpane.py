@@ -1,8 +1,4 @@
-"""The log pane: a header (file, follow state, "+N new lines") over a log view, plus a find bar.
-
-The view is `logview.LogView` when that module is present, else the SimpleLogView stand-in;
-both offer open / goto_line / refresh_file / follow / set_filter / find* / NewLines.
-"""
+"""The log pane: a header (file, follow state, "+N new lines") over a `logview.LogView`."""
 
 from __future__ import annotations
 
@@ -12,32 +8,14 @@ from typing import Optional
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from .fmt import plain
-
-
-def _view_class():
-    try:
-        from .logview import LogView
-        return LogView
-    except Exception:    # noqa: BLE001 - absent or half-written: use the stand-in
-        from .simplelog import SimpleLogView
-        return SimpleLogView
-
-
-View = _view_class()
+from .logview import LogView as View
 
 
 class LogPane(Vertical):
-    BINDINGS = [
-        Binding("n", "find_next", "Next match", show=False),
-        Binding("N", "find_prev", "Prev match", show=False),
-        Binding("escape", "close_find", "Close find", show=False),
-    ]
-
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.path: Optional[Path] = None
@@ -51,15 +29,13 @@ class LogPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="log-header")
         yield View(id="log-view")
-        yield Input(placeholder="find in log (Enter: search, n/N: next/prev, Esc: close)", id="log-find")
 
     @property
-    def view(self):
-        return self.query_one("#log-view")
+    def view(self) -> View:
+        return self.query_one("#log-view", View)
 
     def on_mount(self) -> None:
         self.border_title = "Log"
-        self.query_one("#log-find").display = False
         self.watch(self.view, "follow", self._follow_changed, init=False)
         self.watch(self.view, "scroll_y", self._scrolled, init=False)
         self._header()
@@ -85,8 +61,6 @@ class LogPane(Vertical):
     def show_merged(self, sources: list[tuple[str, Path, str]]) -> None:
         """Every server's log as one view, following: (label, path, rel) each, lines prefixed
         with their coloured label, appended lines in the order they arrive."""
-        if not hasattr(self.view, "open_merged"):
-            return
         self.path, self.line, self.new_lines = None, None, 0
         self.rel = f"all servers ({len(sources)} logs)"
         self.merged = [rel for _, _, rel in sources]
@@ -104,8 +78,8 @@ class LogPane(Vertical):
 
         Works around LogView sometimes leaving the view at the top after a jump."""
         view, line = self.view, self.line
-        cur = getattr(view, "cursor", None)
-        if line and cur is not None and not view.scroll_y <= cur < view.scroll_y + view.size.height:
+        cur = view.cursor
+        if line and not view.scroll_y <= cur < view.scroll_y + view.size.height:
             view.goto_line(line)
         if tries > 1 and line:
             self.set_timer(0.1, lambda: self._reveal(tries - 1))
@@ -116,8 +90,7 @@ class LogPane(Vertical):
         Works around LogView sometimes leaving a freshly opened file at the top."""
         view = self.view
         if view.follow and not self.new_lines and view.scroll_y < view.max_scroll_y:
-            end = getattr(view, "action_bottom", None)
-            end() if end else view.scroll_end(animate=False, immediate=True)
+            view.action_bottom()
         if tries > 1:
             self.set_timer(0.1, lambda: self._to_end(tries - 1))
 
@@ -183,30 +156,5 @@ class LogPane(Vertical):
         self._header()
 
     def action_find(self) -> None:
-        if hasattr(self.view, "action_find"):     # LogView asks itself
-            self.view.focus()
-            self.view.action_find()
-            return
-        box = self.query_one("#log-find", Input)
-        box.display = True
-        box.focus()
-
-    def action_close_find(self) -> None:
-        box = self.query_one("#log-find", Input)
-        if box.display:
-            box.display = False
-            self.view.focus()
-
-    def action_find_next(self) -> None:
-        self.view.find_next()
-
-    def action_find_prev(self) -> None:
-        self.view.find_prev()
-
-    @on(Input.Submitted, "#log-find")
-    def _find_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        event.input.display = False
         self.view.focus()
-        if event.value and not self.view.find(event.value):
-            self.notify(f"not found: {event.value}", severity="warning", markup=False)
+        self.view.action_find()

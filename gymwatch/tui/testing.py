@@ -65,5 +65,5 @@ async def wait_for(pilot, cond: Callable[[], bool], tries: int = 250) -> bool:
 def view_settled(app: GymwatchApp) -> bool:
     """The log view finished indexing its file (and any pending jump)."""
     view = app.pane.view
-    logs = getattr(view, "logs", None)
-    return logs is None or (logs.done and getattr(view, "_pending", None) is None)
+    logs = view.logs
+    return logs is None or (logs.done and view._pending is None)
