@@ -138,8 +138,6 @@ class GymwatchApp(EvidenceNav, App):
                 self.board.update(st, changes.servers, now)
                 if changes.trials or changes.removed_trials:
                     self.trials.update(st, changes.trials, changes.removed_trials)
-                else:
-                    self.trials.flush()
             self._summary()
             if changes.files:
                 self.pane.files_changed(changes.files)

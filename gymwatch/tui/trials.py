@@ -119,10 +119,6 @@ class TrialsTable(ScrollView, can_focus=True):
     def row_count(self) -> int:
         return len(self._order)
 
-    @property
-    def filling(self) -> bool:
-        return False          # kept for callers of the old table: rows are never filled in batches
-
     def rebuild(self, state: Optional[RunState]) -> None:
         """All rows again: on a reset, or a filter or sort change."""
         here = self._key_at(self.cursor)
@@ -150,9 +146,6 @@ class TrialsTable(ScrollView, can_focus=True):
             for key in changed:
                 self._place(key, state.trials.get(key), resort=True)
         self._after_change(here)
-
-    def flush(self, force: bool = False) -> None:
-        """Kept for callers of the old table: every change is in place at once."""
 
     def _place(self, key: TrialKey, t: Optional[Trial], resort: bool) -> None:
         if t is None or not self._in_view(t):
