@@ -241,6 +241,9 @@ def test_log_offsets_count_lines_like_the_tailer(tmp_path):
     p = tmp_path / "x.log"
     p.write_bytes(b"a\r\nb\rc\nd")
     assert _count_lines(p, 9) == 3 == len(b"a\r\nb\rc\n".decode().splitlines())
+    assert _count_lines(p, 2) == 1 and _count_lines(p, 5) == 2 and _count_lines(p, 0) == 0
+    p.write_bytes(b"a\rb\r")                                   # a \r at the very end counts too
+    assert _count_lines(p, 4) == 2
 
 
 def test_server_names_with_slashes_match_their_log_file(tmp_path):

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import procs
+from . import eolcount, procs
 from .config import read_info
 from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, find_streams
 from .model import RunState
@@ -294,21 +294,17 @@ def _size(path: Path) -> int:
 
 
 def _count_lines(path: Path, upto: int) -> int:
-    """Lines in the first `upto` bytes, counted as the Tailer counts them (\n, \r\n, lone \r)."""
-    n, left, prev_cr = 0, upto, False
+    """Lines in the first `upto` bytes (a line start), counted as the Tailer counts them
+    (\n, \r\n, lone \r): the log index's counter, plus a final \r it leaves undecided at EOF."""
     try:
-        with open(path, "rb") as fh:
-            while left > 0:
-                data = fh.read(min(1 << 20, left))
-                if not data:
-                    break
-                left -= len(data)
-                n += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
-                n -= prev_cr and data.startswith(b"\n")   # a \r\n split across two chunks
-                prev_cr = data.endswith(b"\r")
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return 0
-    return n
+    try:
+        vals = eolcount.scan_range(fd, 0, upto)
+    finally:
+        os.close(fd)
+    return sum(vals[1:-3:2]) + vals[-1]
 
 
 def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True) -> RunSession:
