@@ -66,7 +66,7 @@ class LogIndex:
         self._thread: Optional[threading.Thread] = None
         self._background = background
         self._split_ok = split
-        self._children: list[subprocess.Popen] = []
+        self._children: dict[int, subprocess.Popen] = {}   # start offset -> the child counting from it
         self.error = ""
         self._open(sync_lines)
 
@@ -164,11 +164,11 @@ class LogIndex:
             if self._scan.end == mid and back is not None and not stop():
                 self._adopt(back, mid)
         finally:
-            for child in self._children:
+            for child in self._children.values():
                 if child.poll() is None:
                     child.kill()
                 child.wait()
-            self._children = []
+            self._children = {}
 
     def _spawn(self, start: int, size: int) -> None:
         try:
@@ -178,12 +178,11 @@ class LogIndex:
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except (OSError, ValueError):
             return                                # that half is counted here instead
-        child.gymwatch_start = start            # type: ignore[attr-defined]
-        self._children.append(child)
+        self._children[start] = child
 
     def _collect(self, start: int) -> Optional[bytes]:
         """What the child that counted from `start` wrote, if it ran to its end."""
-        child = next((c for c in self._children if c.gymwatch_start == start), None)  # type: ignore[attr-defined]
+        child = self._children.get(start)
         if child is None:
             return None
         out, _ = child.communicate()
@@ -249,7 +248,7 @@ class LogIndex:
         self._close_fd()
 
     def _stop_child(self) -> None:
-        for child in list(self._children):
+        for child in list(self._children.values()):
             if child.poll() is None:
                 try:
                     child.kill()
