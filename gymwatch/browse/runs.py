@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Iterator, Optional
 
+from ..core.procs import usable_cpus
 from .cache import SummaryCache
 from .scan import signature, walk
 from .workers import BrokenPool, WorkerPool, make
@@ -78,5 +79,4 @@ def _next(made: Optional[Iterator], path, sig: list) -> tuple[Optional[dict], Op
 
 
 def default_jobs() -> int:
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else os.cpu_count() or 1))
+    return max(1, min(4, usable_cpus()))

@@ -32,6 +32,7 @@ from typing import Callable, Iterator, Optional
 from . import eolcount
 from .eolcount import CHUNK, EolScan
 from .markers import MARKER_KEYWORDS, is_error_line
+from .procs import usable_cpus
 
 SPLIT_MIN = 64 << 20       # with more than this left to count, a child process counts half
 SYNC_LINES = 2000          # lines indexed before the constructor returns
@@ -416,11 +417,8 @@ def _hit_lines(data: bytes, hits: list[int]) -> Iterator[tuple[int, bytes]]:
 
 
 def _cores() -> int:
-    """CPUs this process may run on: a second process only pays with a second core."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    """A second process only pays with a second core."""
+    return usable_cpus()
 
 
 def _strip_eol(data: bytes) -> bytes:

@@ -26,6 +26,14 @@ class Liveness:
     collector_exit: Optional[int] = None
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity, not just what the machine has)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def pid_alive(pid: int, create_time: Optional[float]) -> bool:
     """True only if `pid` runs AND started when recorded, so a reused pid is not the run."""
     try:
