@@ -1,4 +1,5 @@
-"""Failure-to-log attribution: which log line explains a failure (GYM_REFERENCE §6).
+"""Failure-to-log attribution: which log line explains a failure (docs/gym-formats.md, "Where the
+cause is").
 
 The collector names a URL, Gym names a process; the cause sits in another server's
 own output. These functions follow that chain over the state the reducer built.
@@ -10,24 +11,33 @@ import re
 from typing import Optional
 
 from . import gymlines as gl
-from .model import Evidence, RunState, Server, Trial
+from .model import K_AGENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, RunState, \
+    Server, Trial
 
 _PORT_RE = re.compile(r"https?://[^:/'\"\s]+:(\d+)")
 
 
-def agent_server(state: RunState, name: str = "") -> Optional[Server]:
+Memo = Optional[dict]    # answers that depend on the servers only, kept over one report of one state
+
+
+def agent_server(state: RunState, name: str = "", memo: Memo = None) -> Optional[Server]:
     """The agent server: by the rows' agent_ref name, else the one server of kind agent."""
+    if memo is not None:
+        key = ("agent", name)
+        if key not in memo:
+            memo[key] = agent_server(state, name)
+        return memo[key]
     for n in ([name] if name else []) + sorted(state.agent_names) + [state.info.agent]:
         if n and n in state.servers:
             return state.servers[n]
-    agents = [s for s in state.servers.values() if s.kind == "agent"]
+    agents = [s for s in state.servers.values() if s.kind == K_AGENT]
     return agents[0] if len(agents) == 1 else (agents[0] if agents else None)
 
 
-def agent_log_evidence(state: RunState, name: str = "") -> Optional[Evidence]:
+def agent_log_evidence(state: RunState, name: str = "", memo: Memo = None) -> Optional[Evidence]:
     """The line of the agent's log to read first: why it failed to start; else its first error;
     else its last line."""
-    s = agent_server(state, name)
+    s = agent_server(state, name, memo)
     if s is None:
         return None
     if s.failure is not None:
@@ -37,13 +47,42 @@ def agent_log_evidence(state: RunState, name: str = "") -> Optional[Evidence]:
     return s.last_line_at or s.ready_evidence
 
 
-def never_ran_cause(state: RunState, trial: Optional[Trial]) -> Optional[Evidence]:
-    """Never-ran: the agent's startup and /run handling (GYM_REFERENCE §6). An error line of the agent
-    may belong to another trial, so unless the agent failed, point where its serving began."""
-    s = agent_server(state, trial.agent if trial else "")
+def never_ran_cause(state: RunState, trial: Optional[Trial], memo: Memo = None) -> Optional[Evidence]:
+    """Never-ran: the agent's /run handling. Its failure to start, else an error it printed while
+    serving, else its first `POST /run` (access logs, Gym 0.4-0.5), else its last line; never its
+    startup banner, which says nothing about why the model was not called."""
+    s = agent_server(state, trial.agent if trial else "", memo)
     if s is None:
         return None
-    return s.failure or s.ready_evidence or agent_log_evidence(state, s.name)
+    if s.failure is not None:
+        return s.failure
+    serving = serving_errors(s, memo)
+    if serving:
+        return serving[0]
+    if s.first_run is not None:
+        return s.first_run
+    return s.last_line_at if s.last_line_at != s.ready_evidence else None
+
+
+def serving_errors(s: Server, memo: Memo = None) -> list[Evidence]:
+    """Error lines a server printed after it was up (while it handled requests)."""
+    if memo is not None:
+        key = ("serving", s.name)
+        if key not in memo:
+            memo[key] = serving_errors(s)
+        return memo[key]
+    ready = s.ready_evidence
+    if ready is None:
+        return list(s.errors)
+    return [e for e in s.errors if e.file != ready.file or e.line > ready.line]
+
+
+def never_ran_row(trial: Trial) -> Optional[Evidence]:
+    """A never-ran trial's row, with what in it shows the model was never called."""
+    ev = trial.evidence
+    if ev is None:
+        return None
+    return Evidence(ev.file, ev.line, ev.text, "response.output is empty and every token count is 0")
 
 
 def server_for_port(state: RunState, port: int) -> Optional[Server]:
@@ -77,7 +116,7 @@ def abort_cause(state: RunState) -> tuple[Optional[Evidence], list[Evidence], st
     code = status.group(1) if status else "an error"
     why = f"the collector aborted: {target.name} answered {code} on {path or '/'}"
     if upstream:
-        why += f"; upstream {upstream[0].file} shows `{_brief(upstream[0].text)}`"
+        why += f"; upstream {upstream[0].where()} shows `{_brief(upstream[0].text)}`"
     return first or err, related, why
 
 
@@ -91,7 +130,7 @@ def _first_matching(server: Server, pattern: re.Pattern[str]) -> Optional[Eviden
 def _upstream_errors(state: RunState, target: Server) -> list[Evidence]:
     """Errors in the servers the failing one calls: model retries first, then resources servers."""
     out = []
-    for s in sorted(state.servers.values(), key=lambda s: (s.kind != "model", s.name)):
+    for s in sorted(state.servers.values(), key=lambda s: (s.kind != K_MODEL, s.name)):
         if s is target:
             continue
         retry = [e for e in s.errors if gl.MODEL_RETRY_RE.search(e.text)]
@@ -105,18 +144,88 @@ def _brief(text: str, limit: int = 100) -> str:
     return body if len(body) <= limit else body[: limit - 1] + "…"
 
 
-def trial_cause(state: RunState, trial: Trial) -> Optional[Evidence]:
-    """Where to read about one failed, never-ran or missing trial (beyond its own row)."""
-    if trial.status == "never_ran":
-        return never_ran_cause(state, trial)
-    if trial.status == "failed":
+def failure_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Evidence]:
+    """The lines that explain a failed trial, in the order a request travelled: the collector's
+    line naming it, the server that got its /run (the port in the error's URL), the agent, then the
+    model server and what it got upstream. One line per server: its first error of the kind."""
+    chain = [e for e in (trial.named_at, trial.evidence) if e is not None]
+    target = target_server(state, trial)
+    seen = set()
+    for s in [target, agent_server(state, trial.agent, memo)] + _models(state, memo):
+        if s is None or s.name in seen:
+            continue
+        seen.add(s.name)
+        first = _first_matching(s, _REQUEST_ERROR) or (s.errors[0] if s.errors and s is not target else None)
+        if first is not None:
+            chain.append(first)
+    return list(dict.fromkeys(chain))
+
+
+def target_server(state: RunState, trial: Trial) -> Optional[Server]:
+    """The server a failed trial's request went to: the port in its error's URL."""
+    m = gl.URL_PORT_RE.search(trial.message)
+    return server_for_port(state, int(m.group(1))) if m else None
+
+
+def cause_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Evidence]:
+    """Every line that explains one trial, in the order to read them: its own row (or the
+    collector line that named it), then across servers to the cause; Gym's health finding last."""
+    chain: list[Optional[Evidence]]
+    if trial.status == T_FAILED:
+        chain = list(failure_chain(state, trial, memo))
+    elif trial.status == T_NEVER_RAN:
+        agent = agent_server(state, trial.agent, memo)
+        chain = [never_ran_row(trial), never_ran_cause(state, trial, memo)]
+        chain += serving_errors(agent, memo)[:3] if agent is not None else []
+    elif trial.status == T_MISSING:
+        # what ended the collector, in reading order (its traceback, then the error it ends
+        # with); when that was an HTTP error from a server, where that server's answer came from
+        c = state.collector
+        chain = [c.traceback, c.error]
+        if c.error is not None and gl.URL_PORT_RE.search(c.error.text):
+            first, related, _ = abort_cause(state)
+            chain += [first, *related]
+        chain.append(c.last_line)
+    else:
+        chain = [trial.evidence]
+    chain.append(trial_cause(state, trial, memo))
+    gym = state.health.get(trial.key)
+    chain.append(gym.evidence if gym is not None else None)
+    out: list[Evidence] = []
+    for ev in chain:
+        if ev is not None and all((e.file, e.line) != (ev.file, ev.line) for e in out):
+            out.append(ev)
+    return out
+
+
+_REQUEST_ERROR = re.compile(r"\[model_retry |\[upstream_request_failed\]|\"POST /run HTTP/[\d.]+\" 5\d\d|"
+                            r"Hit an exception while making a request")
+
+
+def _models(state: RunState, memo: Memo = None) -> list[Server]:
+    if memo is not None:
+        if ("models",) not in memo:
+            memo[("models",)] = _models(state)
+        return memo[("models",)]
+    return sorted((s for s in state.servers.values() if s.kind == K_MODEL), key=lambda s: s.name)
+
+
+def trial_cause(state: RunState, trial: Trial, memo: Memo = None) -> Optional[Evidence]:
+    """Where to read about one failed, never-ran or missing trial (beyond its own row). `memo`:
+    a dict kept over many trials of one state (a report), for what depends on the servers only."""
+    if trial.status == T_NEVER_RAN:
+        return never_ran_cause(state, trial, memo)
+    if trial.status == T_FAILED:
         if trial.failure_class.startswith("judge"):
-            res = [s for s in state.servers.values() if s.kind in ("resources", "unknown") and s.errors]
-            res.sort(key=lambda s: s.kind != "resources")
+            res = [s for s in state.servers.values() if s.kind in (K_RESOURCES, K_UNKNOWN) and s.errors]
+            res.sort(key=lambda s: s.kind != K_RESOURCES)
             if res:
                 return res[0].errors[-1]
-        return agent_log_evidence(state, trial.agent)
-    if trial.status == "missing":
+        chain = failure_chain(state, trial, memo)
+        own = {trial.named_at, trial.evidence}
+        beyond = [e for e in chain if e not in own]
+        return beyond[-1] if beyond else agent_log_evidence(state, trial.agent, memo)
+    if trial.status == T_MISSING:
         c = state.collector
-        return c.error or c.last_line or agent_log_evidence(state, trial.agent)
+        return c.error or c.last_line or agent_log_evidence(state, trial.agent, memo)
     return None

@@ -11,6 +11,10 @@ from .model import RunInfo
 from .redact import redact_argv, redact_obj
 
 _KIND_RE = re.compile(r"(resources_servers|responses_api_models|responses_api_agents)/([\w\-]+)")
+_SITE_RE = re.compile(r"^(.*/site-packages)/(?:resources_servers|responses_api_models|responses_api_agents|"
+                      r"environment_servers)/")
+SPINUP_KEY = "server_spinup_timeout_seconds"
+ENDPOINT_KEY = "model_endpoint_readiness_timeout_seconds"
 
 
 def _load_yaml(path: Path) -> Any:
@@ -40,7 +44,11 @@ def read_info(hydra_dirs: list[Path], bundle_meta: Optional[Path], manifest: Opt
 
 
 def _from_config(info: RunInfo, cfg: dict, label: str) -> None:
-    for path in cfg.get("config_paths") or []:
+    paths = cfg["config_paths"] if isinstance(cfg.get("config_paths"), list) else []
+    for path in paths:
+        site = _SITE_RE.match(str(path))
+        if site and not info.gym_site:
+            info.gym_site = site.group(1)
         for kind, name in _KIND_RE.findall(str(path)):
             if kind == "resources_servers":
                 info.environment = info.environment or name
@@ -50,6 +58,8 @@ def _from_config(info: RunInfo, cfg: dict, label: str) -> None:
     info.model = info.model or str(cfg.get("policy_model_name") or "")
     info.num_repeats = info.num_repeats or _int(cfg.get("num_repeats"))
     info.concurrency = info.concurrency or _int(cfg.get("num_samples_in_parallel") or cfg.get("concurrency"))
+    info.spinup_limit = _first(info.spinup_limit, _seconds(cfg.get(SPINUP_KEY)))
+    info.endpoint_limit = _first(info.endpoint_limit, _seconds(cfg.get(ENDPOINT_KEY)))
     flat = {k: v for k, v in cfg.items() if not isinstance(v, (dict, list))}
     info.settings[label] = redact_obj(flat)
 
@@ -72,12 +82,41 @@ def _from_bundle(info: RunInfo, meta_path: Path) -> None:
 
 def _from_manifest(info: RunInfo, manifest: dict) -> None:
     info.run_id = str(manifest.get("run_id") or "")
-    info.gym_version = str(manifest.get("gym_version") or "")
-    started = manifest.get("created")
-    info.started_at = float(started) if isinstance(started, (int, float)) else None
+    version = str(manifest.get("gym_version") or "")
+    info.gym_version = "" if version == "unknown" else version
+    created = manifest.get("created")
+    info.started_at = float(created) if isinstance(created, (int, float)) else None
     for proc in manifest.get("processes") or []:
         if isinstance(proc, dict) and isinstance(proc.get("argv"), list):
-            info.commands.append(" ".join(redact_argv([str(a) for a in proc["argv"]])))
+            argv = [str(a) for a in proc["argv"]]
+            info.commands.append(" ".join(redact_argv(argv)))
+            info.spinup_limit = _first(info.spinup_limit, _seconds(override_value(argv, SPINUP_KEY)))
+            info.endpoint_limit = _first(info.endpoint_limit, _seconds(override_value(argv, ENDPOINT_KEY)))
+
+
+def override_value(argv: list[str], key: str) -> Optional[str]:
+    """The value of a Hydra override `key=v`, `+key=v` or `++key=v` on a command line (last wins)."""
+    found = None
+    for a in argv:
+        name, eq, value = a.partition("=")
+        if eq and name.lstrip("+") == key and len(name) - len(name.lstrip("+")) <= 2:
+            found = value
+    return found
+
+
+def _seconds(value: Any) -> Optional[float]:
+    """A number of seconds from a config value (int, float or its text); None when not one."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out == out and out >= 0 else None
+
+
+def _first(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return a if a is not None else b
 
 
 def _int(value: Any) -> Optional[int]:

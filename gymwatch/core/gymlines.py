@@ -1,13 +1,16 @@
 """Gym's own output lines: the patterns, and splitting merged streams per server.
 
-Formats from GYM_REFERENCE §2-3. Patterns are searched, never anchored to a
+Formats are described in docs/gym-formats.md. Patterns are searched, never anchored to a
 whole line, because merged streams glue lines together.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Iterable, Optional
+from typing import Iterable, Optional, TypeGuard
+
+from .model import K_AGENT, K_ENVIRONMENT, K_MODEL, K_RESOURCES, K_UNKNOWN
 
 # --- the `(<name>) ` prefix -------------------------------------------------
 PREFIX_RE = re.compile(r"^\(([A-Za-z_][\w.\-/]*)\) ?")
@@ -19,11 +22,26 @@ NOT_SERVERS = frozenset({"raylet", "gcs_server", "dashboard", "autoscaler", "mon
 PENDING_RE = re.compile(r"(\d+)\s*/\s*(\d+) servers ready\. Waiting for servers to spin up: \[([^\]]*)\]")
 ALL_READY_RE = re.compile(r"All (\d+) / (\d+) servers ready")
 DIED_RE = re.compile(r"Process `([^`]+)` finished unexpectedly!")
-TIMEOUT_RE = re.compile(r"Timed out after (\d+)s waiting for Gym servers to become ready: ?(.*)")
+TIMEOUT_RE = re.compile(r"Timed out after (\d+(?:\.\d+)?(?:e\+?\d+)?)s waiting for Gym servers to become ready: ?(.*)")
 FINISHED_RE = re.compile(r"NeMo Gym finished!")
 BANNER_RE = re.compile(r"^\[(\d+)\] (\S+) \(([\w\-]+)/([^)]*)\)\s*$")
 BANNER_FIELD_RE = re.compile(r"^\s*'(host|port|pid|url|process_name|server_type)': '?([^',]*)'?,?\s*$")
 HEAD_RE = re.compile(r"Uvicorn running on (https?://[^\s:/]+:(\d+))")
+SPINUP_RE = re.compile(r"^Waiting for servers to spin up\s*$")        # the spin-up limit's clock starts
+HEAD_WAIT_RE = re.compile(r"^Waiting for head server to spin up")
+# Gym polls its own head server before it starts waiting for the servers: forever (every version).
+HEAD_DOWN_RE = re.compile(r"^Head server is not up yet \(status `?([^`)]*)`?\)")
+BIND_ERROR_RE = re.compile(r"error while attempting to bind on address")     # uvicorn's, any server
+BIND_PORT_RE = re.compile(r"bind on address \('[^']*', (\d+)\)")
+LAUNCH_RE = re.compile(r"^Starting `([^`]+)` from venv (\S+)")          # Gym 0.7: one line per server
+# The model-endpoint wait after all servers are ready (Gym 0.5+).
+ENDPOINT_WAIT_RE = re.compile(r"Waiting for (\d+) model endpoint\(s\) to answer: ?(.*)")
+ENDPOINT_LIMIT_RE = re.compile(r"Waiting up to (\d+(?:\.\d+)?)s\.\.\.")
+ENDPOINT_STILL_RE = re.compile(r"^\s*still waiting, (\d+(?:\.\d+)?)s elapsed")
+ENDPOINT_OK_RE = re.compile(r"All model endpoints are answering after (\d+(?:\.\d+)?)s")
+ENDPOINT_FAILED_RE = re.compile(r"(\d+) model endpoint\(s\) never answered within (\d+(?:\.\d+)?)s")
+ENDPOINT_UNRESOLVED_RE = re.compile(r"Model endpoint (\S+) \(([^)]*)\) does not resolve")
+ENDPOINT_URL_RE = re.compile(r"(https?://[^\s,]+)(?: \(([^)]*)\))?")
 # Parent messages that merged streams glue the next line onto.
 GLUE_HEADS = (
     "Waiting for head server to spin up",
@@ -41,12 +59,22 @@ EXAMPLES_LEFT_RE = re.compile(r"^\d+\. (\S+): (\d+)\s*$")
 COLLECT_START_RE = re.compile(r"Querying with \d+ concurrent requests|Collecting rollouts:|Repeating rows \d+ times")
 EXC_LINE_RE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): ?(.*)$")
 URL_PORT_RE = re.compile(r"url='?https?://[^:/'\s]+:(\d+)(/[^'\s]*)?")
+TRACEBACK = "Traceback (most recent call last):"     # may start mid-line, after a tqdm segment
+# Lines of the collector that name a failed trial (`row={...}` is Gym's debug summary of the row).
+RUN_FAILED_RE = re.compile(r"\[rollout_\w+\] /run failed status=(\w+) row=(\{.*?\})(?:\s|$)")
+DROPPED_RE = re.compile(r"\[rollout_\w+\] rollout dropped from the score: row=(\{.*?\}) class=(\S+)(?: error=(.*))?")
+FOUND_RE = re.compile(r"Found \d+ / \d+ \([\d.]+%\) rollouts for `")
+HEALTH_LINE_RE = re.compile(r"Rollout health: (\d+) checked, (\d+) healthy, (\d+) unhealthy, (\d+) unobserved")
 
 # --- a server's own lines --------------------------------------------------------
 VENV_RE = re.compile(r"Using CPython .* interpreter at|Creating virtual environment|Using Python [\d.]+ environment at")
-KIND_PATH_RE = re.compile(r"/(resources_servers|responses_api_agents|responses_api_models)/")
+VENV_PATH_RE = re.compile(r"(?:Creating virtual environment.* at|Using Python [\d.]+ environment at):? (\S+/\.venv)\b")
+VENV_LOCK_RE = re.compile(r"^Waiting for virtual environment setup: (\S+)")   # Gym 0.7: a shared venv's lock
+KIND_PATH_RE = re.compile(r"/(resources_servers|responses_api_agents|responses_api_models|environment_servers)/")
+GYM_PACKAGE_RE = re.compile(r"^\s*\+ nemo-gym==(\d+\.\d+\.\d+\S*)")   # uv's list of a cold venv build
 RESOLVED_RE = re.compile(r"Resolved (\d+) packages?")
 INSTALLED_RE = re.compile(r"Installed (\d+) packages?")
+PACKAGE_LINE_RE = re.compile(r"^\s*[+-] [\w.\-\[\]]+==\S+\s*$")    # uv's list after `Installed N packages`
 CHECKED_RE = re.compile(r"^\s*(?:Checked|Audited) (\d+) packages?")    # a warm venv: nothing to install
 INSTALL_RE = re.compile(r"^\s*(?:Prepared \d+ packages?|Downloading |Downloaded |Building |Built |Audited |"
                         r"Checked \d+ packages?|Uninstalled |[+-] [\w.\-\[\]]+==|Activate with:)")
@@ -55,13 +83,20 @@ STARTING_RE = re.compile(r"Connecting to Ray cluster|Connected to Ray cluster|Ad
 SERVER_PID_RE = re.compile(r"Started server process \[(\d+)\]")
 UVICORN_RE = re.compile(r"Uvicorn running on (https?://([^\s:/]+):(\d+))")
 SHUTDOWN_RE = re.compile(r"Application shutdown complete|Finished server process")
+# A server that says it is stopping (uvicorn on SIGINT/SIGTERM): what it prints after is shutdown noise.
+STOPPING_RE = re.compile(r"INFO:\s+Shutting down\s*$|Waiting for application shutdown|Application shutdown complete|"
+                         r"Finished server process")
+# The last line of a traceback a shutdown prints (an interrupt, a cancelled task, an exit).
+SHUTDOWN_EXC_RE = re.compile(r"^(?:[\w.]+\.)?(?:KeyboardInterrupt|CancelledError|SystemExit)\b(?::.*)?$")
 RUN_500_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" 5\d\d")
-MODEL_RETRY_RE = re.compile(r"\[model_retry ")
+RUN_ACCESS_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" \d{3}")     # an agent's access log (Gym 0.4-0.5)
+MODEL_RETRY_RE = re.compile(r"\[model_retry(?:_stop)? ")
 
 SERVER_TYPE_KIND = {
-    "resources_servers": "resources",
-    "responses_api_agents": "agent",
-    "responses_api_models": "model",
+    "resources_servers": K_RESOURCES,
+    "responses_api_agents": K_AGENT,
+    "responses_api_models": K_MODEL,
+    "environment_servers": K_ENVIRONMENT,
 }
 
 
@@ -110,21 +145,50 @@ def _glue_point(line: str, known: Iterable[str]) -> int:
 
 
 def server_kind(name: str, path_hint: str = "") -> str:
-    """resources / agent / model from a venv path, else guessed from the name."""
+    """resources / agent / model / environment from a venv path, else guessed from the name
+    (Gym 0.7 names an agent's automatic environment server `<agent>_environment_server`)."""
     m = KIND_PATH_RE.search(path_hint)
     if m:
         return SERVER_TYPE_KIND[m.group(1)]
     low = name.lower()
+    if "environment_server" in low or low.endswith("_env_server"):
+        return K_ENVIRONMENT
     if "agent" in low:
-        return "agent"
+        return K_AGENT
     if "model" in low or "policy" in low or "judge" in low:
-        return "model"
-    return "unknown"
+        return K_MODEL
+    return K_UNKNOWN
+
+
+def row_key(text: str) -> Optional[tuple[int, int, Optional[int]]]:
+    """(task, rollout, attempt) from the `row={...}` summary a collector line prints."""
+    try:
+        row = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(row, dict):
+        return None
+    task, rollout, attempt = (row.get(k) for k in ("_ng_task_index", "_ng_rollout_index", "_ng_attempt_index"))
+    if not _index(task) or not (_index(rollout) or rollout is None) or not (_index(attempt) or attempt is None):
+        return None
+    return task, rollout if rollout is not None else 0, attempt
+
+
+def _index(v: object) -> TypeGuard[int]:
+    return type(v) is int and v >= 0
+
+
+def endpoint_urls(text: str) -> list[str]:
+    """`url (key), url (key)` -> ["url (key)", ...]"""
+    return [m.group(1) + (f" ({m.group(2)})" if m.group(2) else "")
+            for m in ENDPOINT_URL_RE.finditer(text.strip())]
 
 
 # Any line gym env start prints that `_parent_patterns` acts on: one search rejects the rest.
 PARENT_ANY_RE = re.compile("|".join(p.pattern for p in (
-    PENDING_RE, ALL_READY_RE, DIED_RE, TIMEOUT_RE, FINISHED_RE, HEAD_RE)) + r"|^Traceback \(most recent call last\):")
+    PENDING_RE, ALL_READY_RE, DIED_RE, TIMEOUT_RE, FINISHED_RE, HEAD_RE, SPINUP_RE, HEAD_WAIT_RE, LAUNCH_RE,
+    ENDPOINT_WAIT_RE, ENDPOINT_LIMIT_RE, ENDPOINT_STILL_RE, ENDPOINT_OK_RE, ENDPOINT_FAILED_RE,
+    ENDPOINT_UNRESOLVED_RE, VENV_LOCK_RE, HEAD_DOWN_RE)) + r"|Traceback \(most recent call last\):")
 
 
 def parse_pending(text: str) -> Optional[tuple[int, int, list[str]]]:

@@ -1,6 +1,6 @@
 """Recognise a run from the path a user gives and name every file gymwatch should watch.
 
-Three kinds (GYM_REFERENCE §3-4): a Gym output dir, a run dir gymwatch launched (its
+Three kinds (docs/gym-formats.md §1): a Gym output dir, a run dir gymwatch launched (its
 manifest), and a NeMo evaluator SDK bundle (`gym_run/` under the bundle). Files that
 do not exist yet are still named, so a live watcher picks them up when they appear.
 """
@@ -18,6 +18,8 @@ MANIFEST_NAME = "gymwatch-manifest.json"
 SIDE_FAILURES = "_failures"
 SIDE_MATERIALIZED = "_materialized_inputs"
 SIDE_AGGREGATE = "_aggregate_metrics"
+HEALTH_VERDICTS = "rollout_verdicts.jsonl"     # Gym 0.6+: its health check, beside the rollouts
+HEALTH_SUMMARY = "quality_summary.json"
 BUNDLE_MARKERS = ("run.json", "metadata.json", "trials.jsonl", "summary.json")
 _STREAM_RE = re.compile(r"^gym_(env|eval|validate)[\w.-]*\.(log|txt)$")
 _SKIP_DIRS = {".venv", "venv", "__pycache__", ".git", "node_modules", ".hydra", "logs", "_stub", "_driver"}
@@ -66,6 +68,14 @@ class RunLayout:
     def aggregate(self) -> Optional[Path]:
         return self.sidecar(SIDE_AGGREGATE, ".json")
 
+    @property
+    def health_verdicts(self) -> Optional[Path]:
+        return self.rollouts.with_name(HEALTH_VERDICTS) if self.rollouts is not None else None
+
+    @property
+    def health_summary(self) -> Optional[Path]:
+        return self.rollouts.with_name(HEALTH_SUMMARY) if self.rollouts is not None else None
+
     def rel(self, path: Path | str) -> str:
         """A path as shown in evidence: relative to the run root when inside it."""
         try:
@@ -94,7 +104,7 @@ class RunLayout:
 
 
 def is_rollouts_name(name: str) -> bool:
-    if not name.endswith(".jsonl"):
+    if not name.endswith(".jsonl") or name == HEALTH_VERDICTS:
         return False
     stem = name[:-6]
     return not (stem.endswith(SIDE_FAILURES) or stem.endswith(SIDE_MATERIALIZED))
@@ -124,7 +134,7 @@ def _find_rollouts(d: Path) -> Optional[Path]:
 
 
 def find_streams(d: Path) -> list[Stream]:
-    out = []
+    out: list[Stream] = []
     try:
         names = sorted(os.listdir(d))
     except OSError:
@@ -264,7 +274,7 @@ def _output_from_hydra(dirs: list[Path]) -> Optional[Path]:
 def _launched(d: Path) -> RunLayout:
     manifest = _load_manifest(d / MANIFEST_NAME)
     layout = RunLayout(root=d, kind="launched", manifest=manifest)
-    files = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
+    files = manifest["files"] if isinstance(manifest.get("files"), dict) else {}
     out = files.get("output")
     layout.rollouts = Path(out) if isinstance(out, str) and out else None
     logs = files.get("logs_dir")
@@ -272,7 +282,7 @@ def _launched(d: Path) -> RunLayout:
     for proc in manifest.get("processes", []) or []:
         if not isinstance(proc, dict):
             continue
-        role = proc.get("role") if proc.get("role") in (ENV, EVAL, BOTH) else BOTH
+        role = proc["role"] if proc.get("role") in (ENV, EVAL, BOTH) else BOTH
         for key, is_err in (("stdout", False), ("stderr", True)):
             if isinstance(proc.get(key), str):
                 layout.streams.append(Stream(Path(proc[key]), role, is_err))

@@ -1,4 +1,4 @@
-"""A line index over a log file of any size, for the viewer (headless: no Textual here).
+"""The line index of one log file of any size, for the viewer (headless: no Textual here).
 
 The index is sparse: a list of *blocks* (~256 KiB, each starting at a line start) with the
 number of the first line in each. Building it only counts line ends per chunk (`eolcount`:
@@ -14,6 +14,9 @@ line N here (0-based N-1) is line N in evidence. A trailing `\\r` at EOF stays u
 
 Bytes are read with `os.pread`, not mmap: a log truncated under an mmap (copytruncate
 rotation) kills the process with SIGBUS; a short pread is harmless.
+
+What find and filter look for is a `matcher.Matcher`; several logs merged into one view are a
+`logset.LogSet`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Callable, Iterator, Optional
 
 from . import eolcount
 from .eolcount import CHUNK, EolScan
-from .markers import MARKER_KEYWORDS, is_error_line
+from .matcher import Matcher
 from .procs import usable_cpus
 
 SPLIT_MIN = 64 << 20       # with more than this left to count, a child process counts half
@@ -42,7 +45,8 @@ _EOL = re.compile(rb"\r\n|\r|\n")
 _BLOCK_CACHE = 64
 
 
-def decode(raw: bytes) -> str:
+def _text(raw: bytes) -> str:
+    """A line's bytes as text (invalid UTF-8 replaced; its line end is already gone)."""
     return raw.decode("utf-8", "replace")
 
 
@@ -318,10 +322,10 @@ class LogIndex:
 
     def line(self, n: int) -> str:
         """Line `n` as text, capped at CAP bytes (see `is_capped`, `full_line`)."""
-        return decode(self.raw(n))
+        return _text(self.raw(n))
 
     def full_line(self, n: int) -> str:
-        return decode(self.raw(n, None))
+        return _text(self.raw(n, None))
 
     def is_capped(self, n: int) -> bool:
         a, b = self.span(n)
@@ -360,7 +364,7 @@ class LogIndex:
                 return len(self._starts)
             return bisect.bisect_right(self._first, n) - 1
 
-    def scan(self, matcher: "Matcher", start: int = 0, reverse: bool = False) -> Iterator[int]:
+    def scan(self, matcher: Matcher, start: int = 0, reverse: bool = False) -> Iterator[int]:
         """Matching line numbers from line `start` (inclusive) forwards, or backwards.
         Blocks are searched as bytes first; only lines near a possible hit are decoded."""
         b0 = self.block_of(start)
@@ -376,10 +380,10 @@ class LogIndex:
             else:
                 lines = _hit_lines(data, sorted(hits))
             found = [first + i for i, raw in lines if (first + i <= start if reverse else first + i >= start)
-                     and matcher.line(decode(raw))]
+                     and matcher.line(_text(raw))]
             yield from (reversed(found) if reverse else found)
 
-    def find(self, matcher: "Matcher", frm: int, forward: bool = True, wrap: bool = True) -> Optional[int]:
+    def find(self, matcher: Matcher, frm: int, forward: bool = True, wrap: bool = True) -> Optional[int]:
         """The next (or previous) matching line after (before) `frm`, wrapping around."""
         first = next(self.scan(matcher, frm + 1 if forward else frm - 1, not forward), None) \
             if (frm + 1 < self.line_count if forward else frm > 0) else None
@@ -387,7 +391,7 @@ class LogIndex:
             first = next(self.scan(matcher, 0 if forward else self.line_count - 1, not forward), None)
         return first
 
-    def filter(self, matcher: "Matcher", start: int = 0) -> list[int]:
+    def filter(self, matcher: Matcher, start: int = 0) -> list[int]:
         return list(self.scan(matcher, start))
 
 
@@ -449,187 +453,3 @@ def _line_starts(ix: LogIndex, start: int, b_end: int) -> list[int]:
     if starts and starts[-1] >= b_end:
         starts.pop()
     return starts
-
-
-class Matcher:
-    """What find/filter look for: a text (`!text` inverts), or error lines (core markers)."""
-
-    def __init__(self, text: str = "", errors_only: bool = False, ignore_case: bool = True):
-        self.invert = text.startswith("!")
-        text = text[1:] if self.invert else text
-        self.ignore_case = ignore_case
-        self.text = text.lower() if ignore_case else text
-        self.errors_only = errors_only
-
-    @property
-    def empty(self) -> bool:
-        return not self.text and not self.errors_only
-
-    def candidates(self, data: bytes) -> Optional[list[int]]:
-        """Byte offsets in `data` where a match may be: [] rules the block out, None means
-        every line must be tested (inverted text, non-ASCII text)."""
-        if self.errors_only:
-            hits = _positions(data, _KEYWORDS)
-            if not hits or not self.text or self.invert:
-                return hits
-        if not self.text or self.invert or not self.text.isascii():
-            return None
-        needle = self.text.encode()
-        return _positions(data.lower() if self.ignore_case else data, (needle,))
-
-    def line(self, text: str) -> bool:
-        ok = True
-        if self.text:
-            ok = self.text in (text.lower() if self.ignore_case else text)
-            ok = ok != self.invert
-        if self.errors_only:
-            ok = ok and is_error_line(text)
-        return ok
-
-    def spans(self, text: str) -> list[tuple[int, int]]:
-        """Where the text occurs in a line, for highlighting."""
-        if not self.text or self.invert:
-            return []
-        hay = text.lower() if self.ignore_case else text
-        out, i = [], hay.find(self.text)
-        while i >= 0:
-            out.append((i, i + len(self.text)))
-            i = hay.find(self.text, i + len(self.text))
-        return out
-
-
-def _positions(data: bytes, needles: tuple[bytes, ...]) -> list[int]:
-    out = []
-    for needle in needles:
-        i = data.find(needle)
-        while i >= 0:
-            out.append(i)
-            i = data.find(needle, i + len(needle))
-    return out
-
-
-# Markers' keywords as bytes, to find candidate lines in a block at memchr speed.
-_KEYWORDS = tuple(k.encode() for k in MARKER_KEYWORDS)
-
-
-class LogSet:
-    """One or more logs as one list of rows, each row a (source, line) pair.
-
-    Order: the lines each file holds when opened (or while its first index is built) come
-    file by file in the order given; lines appended later are added in arrival order, as
-    `tail -f a b` prints them. No timestamps are parsed: the order is what was observed.
-    """
-
-    def __init__(self, sources: list[tuple[str, str]], background: bool = True):
-        self.labels = [label for label, _ in sources]
-        self.indexes = [LogIndex(path, background=background) for _, path in sources]
-        self._reset()
-
-    def _reset(self) -> None:
-        self._segs: list[list[int]] = [[i, 0, 0] for i in range(len(self.indexes))]  # [src, a, b)
-        self._loading = [True] * len(self.indexes)
-        self._seen = [0] * len(self.indexes)
-        self.appended = 0
-        self._cum: list[int] = [0] * len(self._segs)
-        self.sync()
-
-    @property
-    def rows(self) -> int:
-        return self._cum[-1] + self._seg_len(-1) if self._segs else 0
-
-    def _seg_len(self, i: int) -> int:
-        return self._segs[i][2] - self._segs[i][1]
-
-    @property
-    def done(self) -> bool:
-        return all(ix.done for ix in self.indexes)
-
-    def sync(self) -> int:
-        """Take in lines indexed since the last call (background or refresh). Returns rows added;
-        `appended` says how many of them were appended to a file after its first index (the
-        rest were there all along: a big file's first index takes a while)."""
-        before = self.rows if self._cum else 0
-        self.appended = 0
-        for src, ix in enumerate(self.indexes):
-            n = ix.line_count
-            if n <= self._seen[src]:
-                continue
-            if not self._loading[src]:
-                self.appended += n - self._seen[src]
-            if self._loading[src]:
-                self._segs[src][2] = n
-            elif self._segs[-1][0] == src and self._segs[-1][2] == self._seen[src]:
-                self._segs[-1][2] = n
-            else:
-                self._segs.append([src, self._seen[src], n])
-            self._seen[src] = n
-        for src, ix in enumerate(self.indexes):
-            self._loading[src] = self._loading[src] and not ix.done
-        self._cum = list(_accumulate(self._segs))
-        return self.rows - before
-
-    def refresh(self) -> Refresh:
-        out = Refresh()
-        for ix in self.indexes:
-            r = ix.refresh()
-            out.reset |= r.reset
-        if out.reset:
-            self._reset()
-            out.added = self.rows
-        else:
-            out.added = self.sync()
-        return out
-
-    def locate(self, row: int) -> tuple[int, int]:
-        """(source, line) of a row."""
-        i = bisect.bisect_right(self._cum, row) - 1
-        while i > 0 and self._seg_len(i) == 0 and self._cum[i] == row:
-            i -= 1
-        src, a, _ = self._segs[i]
-        return src, a + row - self._cum[i]
-
-    def row_of(self, src: int, line: int) -> Optional[int]:
-        for i, (s, a, b) in enumerate(self._segs):
-            if s == src and a <= line < b:
-                return self._cum[i] + line - a
-        return None
-
-    def text(self, row: int) -> tuple[int, int, str]:
-        src, line = self.locate(row)
-        return src, line, self.indexes[src].line(line)
-
-    def iter_filter(self, matcher: Matcher, start: int = 0) -> Iterator[int]:
-        """Rows from `start` on whose line matches, ascending (safe from a worker thread:
-        it walks a snapshot of the segments)."""
-        segs, cum = [list(x) for x in self._segs], list(self._cum)
-        for (src, a, b), c in zip(segs, cum):
-            if c + (b - a) <= start or a == b:
-                continue
-            for n in self.indexes[src].scan(matcher, max(a, a + start - c)):
-                if n >= b:
-                    break
-                yield c + n - a
-
-    def filter(self, matcher: Matcher, start: int = 0) -> list[int]:
-        return list(self.iter_filter(matcher, start))
-
-    def find(self, matcher: Matcher, row: int, forward: bool = True) -> Optional[int]:
-        """The next (previous) matching row after (before) `row`, wrapping around."""
-        if len(self.indexes) == 1:
-            return self.indexes[0].find(matcher, row, forward)
-        hits = self.filter(matcher)
-        if not hits:
-            return None
-        i = bisect.bisect_right(hits, row) if forward else bisect.bisect_left(hits, row) - 1
-        return hits[i % len(hits)]
-
-    def close(self) -> None:
-        for ix in self.indexes:
-            ix.close()
-
-
-def _accumulate(segs: list[list[int]]) -> Iterator[int]:
-    total = 0
-    for _, a, b in segs:
-        yield total
-        total += b - a

@@ -1,4 +1,4 @@
-"""Failure markers in Gym output (GYM_REFERENCE §3), shared by the core and the log viewer.
+"""Failure markers in Gym output (docs/gym-formats.md), shared by the core and the log viewer.
 
 One place decides what counts as an error line so the readiness board, the
 report and the viewer's errors-only filter can never disagree.
@@ -13,7 +13,8 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("traceback", re.compile(r"Traceback \(most recent call last\):")),
     ("process_died", re.compile(r"Process `[^`]+` finished unexpectedly!")),
     ("caught_exception", re.compile(r"Caught an exception printed above in")),
-    ("model_retry", re.compile(r"\[model_retry [^\]]*status=\d+")),
+    ("model_retry", re.compile(r"\[model_retry(?:_stop)? [^\]]*status=\d+")),
+    ("upstream_failed", re.compile(r"\[upstream_request_failed\]")),
     ("request_exception", re.compile(r"Hit an exception while making a request")),
     ("http_5xx", re.compile(r"\"[A-Z]+ [^\"]*HTTP/[\d.]+\" 5\d\d")),
     ("uv_version", re.compile(r"required uv version")),
@@ -24,7 +25,7 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("killed", re.compile(r"(?:^|\s)Killed(?:\s|$)|Out of memory|OOMKilled|oom-kill")),
     ("exception_line", re.compile(r"^(?:\([^)]*\) )?[A-Za-z_][\w.]*(?:Error|Exception): ")),
     ("log_error", re.compile(r"^(?:\([^)]*\) )?(?:ERROR|CRITICAL):? ")),
-    ("timeout", re.compile(r"Timed out after \d+s waiting for Gym servers")),
+    ("timeout", re.compile(r"Timed out after [\d.e+]+s waiting for Gym servers")),
     ("never_answered", re.compile(r"model endpoint\(s\) never answered")),
 )
 
@@ -36,7 +37,8 @@ BENIGN = re.compile(r"Found ulimit of .* failed to automatically increase")
 # literals (~1 us a line) rejects those far faster than the markers' own patterns (~9 us).
 KEYWORDS_BY_MARKER: dict[str, tuple[str, ...]] = {
     "traceback": ("Traceback (most recent call last):",), "process_died": ("finished unexpectedly!",),
-    "caught_exception": ("Caught an exception printed above in",), "model_retry": ("[model_retry ",),
+    "caught_exception": ("Caught an exception printed above in",), "model_retry": ("[model_retry",),
+    "upstream_failed": ("[upstream_request_failed]",),
     "request_exception": ("Hit an exception while making a request",), "http_5xx": ('" 5',),
     "uv_version": ("required uv version",), "uv_error": ("error: ",), "errno": ("[Errno ",),
     "permission": ("PermissionError",), "not_found": ("FileNotFoundError",),

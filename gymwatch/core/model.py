@@ -16,14 +16,28 @@ T_PENDING, T_COMPLETED, T_FAILED, T_NEVER_RAN, T_MISSING = (
 TRIAL_STATUSES = (T_PENDING, T_COMPLETED, T_FAILED, T_NEVER_RAN, T_MISSING)
 
 # Run verdicts.
-V_STARTING, V_COLLECTING, V_OK, V_SOME_NEVER_RAN, V_NO_AGENT_RAN = (
-    "starting", "collecting", "ok", "some_never_ran", "no_agent_ran")
+V_STARTING, V_COLLECTING, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN = (
+    "starting", "collecting", "ok", "some_failed", "some_never_ran", "no_agent_ran")
 V_COLLECTION_ABORTED, V_STARTUP_FAILED, V_INCOMPLETE = (
     "collection_aborted", "startup_failed", "incomplete")
-VERDICTS = (V_STARTING, V_COLLECTING, V_OK, V_SOME_NEVER_RAN, V_NO_AGENT_RAN,
+VERDICTS = (V_STARTING, V_COLLECTING, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN,
             V_COLLECTION_ABORTED, V_STARTUP_FAILED, V_INCOMPLETE)
 
-TrialKey = tuple[int, int, Optional[int]]
+# Server kinds (Gym's server types: resources_servers, responses_api_agents, responses_api_models,
+# and from 0.7 environment_servers, which receive the collector's /run).
+K_RESOURCES, K_AGENT, K_MODEL, K_ENVIRONMENT, K_UNKNOWN = (
+    "resources", "agent", "model", "environment", "unknown")
+
+# Gym's own per-rollout health verdicts (rollout_verdicts.jsonl, Gym 0.6+).
+H_HEALTHY, H_UNHEALTHY, H_UNOBSERVED = "healthy", "unhealthy", "unobserved"
+HEALTH_VERDICTS = (H_HEALTHY, H_UNHEALTHY, H_UNOBSERVED)
+
+# A trial is a (task, rollout) pair; its attempts (retries, resumes) are listed inside it.
+TrialKey = tuple[int, int]
+
+# Where a trial's status came from, weakest first: among observations of one attempt, a success
+# row beats a failure-sidecar row, which beats a collector line that named the trial failed.
+SRC_NONE, SRC_LINE, SRC_FAILURE_ROW, SRC_ROW = -1, 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +62,7 @@ class Evidence:
 @dataclass(slots=True)
 class Server:
     name: str
-    kind: str = "unknown"            # resources / agent / model / unknown
+    kind: str = K_UNKNOWN            # resources / agent / model / environment / unknown
     state: str = PENDING
     phase: str = ""                  # human words: "installing venv: 161 packages", ...
     first_seen: Optional[float] = None
@@ -68,9 +82,12 @@ class Server:
     failure_reason: str = ""
     log_file: Optional[str] = None                         # per-server log, relative to root
     packages: Optional[int] = None                         # from uv's Resolved/Installed N packages
+    venv: Optional[str] = None                             # `Starting X from venv <dir>` (Gym 0.7)
     reported_ready_by_gym: bool = False
-    silent_death: bool = False                             # GYM_REFERENCE §3 pipefail bug
+    silent_death: bool = False                             # docs/gym-formats.md §4: the pipefail bug
     process: Optional[dict] = None                         # psutil facts, when known
+    orphaned: bool = False                                 # still running after gym env start ended
+    first_run: Optional[Evidence] = None                   # its first `POST /run` (an agent's access log)
     http_ok: Optional[bool] = None                         # last `GET /` probe (with --head)
 
     @property
@@ -79,10 +96,31 @@ class Server:
 
 
 @dataclass(slots=True)
+class Attempt:
+    """One try of a trial: a row, or a collector line that named it failed."""
+
+    attempt_index: Optional[int]
+    status: str
+    reward: Optional[float] = None
+    failure_class: str = ""
+    message: str = ""
+    http_status: Optional[int] = None
+    evidence: Optional[Evidence] = None
+    source: int = SRC_NONE
+    named_at: Optional[Evidence] = None      # the collector line that named the failure, if any
+
+    def to_json(self) -> dict:
+        return {"attempt_index": self.attempt_index, "status": self.status, "reward": self.reward,
+                "failure_class": self.failure_class or None, "message": self.message or None,
+                "http_status": self.http_status,
+                "evidence": {"file": self.evidence.file, "line": self.evidence.line} if self.evidence else None}
+
+
+@dataclass(slots=True)
 class Trial:
     task_index: int
     rollout_index: int
-    attempt_index: Optional[int] = None
+    attempt_index: Optional[int] = None     # of the attempt the status comes from
     status: str = T_PENDING
     reward: Optional[float] = None          # None when withheld (never ran) or unknown
     withheld_reward: Optional[float] = None  # the reward Gym recorded for a never-ran trial
@@ -90,14 +128,35 @@ class Trial:
     output_tokens: Optional[int] = None
     failure_class: str = ""
     message: str = ""
+    http_status: Optional[int] = None       # of a failed /run
     agent: str = ""
-    evidence: Optional[Evidence] = None     # the row behind the status
-    cause: Optional[Evidence] = None        # where the cause is (a server log line), when known
+    evidence: Optional[Evidence] = None     # the row (or collector line) behind the status
+    source: int = SRC_NONE                  # what the status came from (SRC_*)
+    named_at: Optional[Evidence] = None     # the collector line that named its failure, if any
     expected: bool = False                  # listed in the materialized inputs
+    input_line: Optional[int] = None        # its line there (the card reads its request from it)
+    earlier: Optional[list[Attempt]] = None  # rows of attempts before the one the status comes from
+    line: Optional[Attempt] = None          # what collector lines said of its failure (attempts.py)
+    row_own: Optional[tuple] = None         # the current row's own failure facts, once a line filled gaps
 
     @property
     def key(self) -> TrialKey:
-        return (self.task_index, self.rollout_index, self.attempt_index)
+        return (self.task_index, self.rollout_index)
+
+    def current(self) -> Attempt:
+        return Attempt(self.attempt_index, self.status, self.reward if self.reward is not None
+                       else self.withheld_reward, self.failure_class, self.message, self.http_status,
+                       self.evidence, self.source, self.named_at)
+
+
+@dataclass(slots=True)
+class GymHealth:
+    """Gym's own verdict on one rollout (rollout_verdicts.jsonl), beside gymwatch's status."""
+
+    verdict: str
+    checks: tuple[str, ...] = ()            # the checks that found something
+    detail: str = ""                        # the first finding's reason, in Gym's words
+    evidence: Optional[Evidence] = None
 
 
 @dataclass(slots=True)
@@ -149,16 +208,56 @@ class Parent:
     wait_line: Optional[Evidence] = None
     died: Optional[Evidence] = None              # Process `X` finished unexpectedly!
     died_server: Optional[str] = None
-    timeout: Optional[Evidence] = None           # Gym 0.7 startup timeout
+    timeout: Optional[Evidence] = None           # Gym 0.7 spin-up limit ran out
+    spinup: Optional[Evidence] = None            # `Waiting for servers to spin up`: the limit's clock starts
+    spinup_at: Optional[float] = None            # ... when that line was seen (None: read after the fact)
+    endpoints: "EndpointWait" = field(default_factory=lambda: EndpointWait())
     traceback: Optional[Evidence] = None
     error: Optional[Evidence] = None             # its own first error line before all were ready
     finished: Optional[Evidence] = None          # NeMo Gym finished!
     last_lines: dict[str, Evidence] = field(default_factory=dict)   # per captured stream
     head_url: Optional[str] = None
+    head_failed: Optional[Evidence] = None       # its head server could not bind its port
+    head_down: Optional[Evidence] = None         # the last `Head server is not up yet (status ...)`
+    head_down_count: int = 0
 
     @property
     def last_line(self) -> Optional[Evidence]:
         return last_of(self.last_lines)
+
+
+@dataclass(slots=True)
+class EndpointWait:
+    """Gym 0.5+ waits for the model endpoints after `All N / N servers ready` (a stage of its own:
+    all servers ready is not ready to collect)."""
+
+    waiting: Optional[Evidence] = None           # `Waiting for N model endpoint(s) to answer: ...`
+    waiting_at: Optional[float] = None
+    urls: list[str] = field(default_factory=list)
+    limit: Optional[float] = None                # `Waiting up to Ns...`
+    elapsed: Optional[float] = None              # `  still waiting, Ns elapsed`
+    elapsed_at: Optional[float] = None
+    answered: Optional[Evidence] = None          # `All model endpoints are answering after Ns.`
+    gave_up: Optional[Evidence] = None           # `Error: N model endpoint(s) never answered within Ns:`
+    unresolved: list[Evidence] = field(default_factory=list)   # `Model endpoint X (key) does not resolve`
+
+    @property
+    def pending(self) -> bool:
+        return self.waiting is not None and self.answered is None and self.gave_up is None
+
+
+@dataclass(slots=True)
+class HealthTotals:
+    """Gym's own totals: quality_summary.json's run verdicts, or its `Rollout health:` line."""
+
+    healthy: int = 0
+    unhealthy: int = 0
+    unobserved: int = 0
+    evidence: Optional[Evidence] = None
+
+    @property
+    def checked(self) -> int:
+        return self.healthy + self.unhealthy + self.unobserved
 
 
 @dataclass(slots=True)
@@ -172,9 +271,31 @@ class RunInfo:
     concurrency: Optional[int] = None
     settings: dict = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
-    gym_version: str = ""
+    gym_version: str = ""                        # from the manifest (a launched run)
+    gym_site: str = ""                           # the site-packages Gym's config paths point into
+    spinup_limit: Optional[float] = None         # server_spinup_timeout_seconds from the config
+    endpoint_limit: Optional[float] = None       # model_endpoint_readiness_timeout_seconds
     started_at: Optional[float] = None
     run_id: str = ""
+
+
+SILENCE = 600.0     # seconds without a write, and no process to be seen, after which a run has ended
+
+
+@dataclass(slots=True)
+class Activity:
+    """Is a run whose processes cannot be seen still going? Judged by its files: on a cluster,
+    Gym runs on a compute node and gymwatch reads the shared filesystem from a login node."""
+
+    processes_checked: bool = False     # gymwatch looked for the run's processes on this machine
+    processes_seen: bool = False        # ... and found some (or the manifest says they live)
+    last_write: Optional[float] = None  # newest modification time of the run's files (epoch)
+    quiet_for: Optional[float] = None   # seconds since then, at the last poll
+
+    @property
+    def quiet(self) -> bool:
+        """No write for SILENCE seconds and no process seen: what has not ended now has."""
+        return not self.processes_seen and self.quiet_for is not None and self.quiet_for >= SILENCE
 
 
 @dataclass(slots=True)
@@ -190,9 +311,16 @@ class RunState:
     malformed_count: int = 0
     unattributed_records: int = 0               # rows without a usable _ng_task_index
     aggregate_written: bool = False
+    inputs_file: str = ""                        # the materialized inputs, relative to the root
     expected_total: Optional[int] = None         # rows in the materialized inputs
     port_owner: dict[int, str] = field(default_factory=dict)
+    health: dict[TrialKey, GymHealth] = field(default_factory=dict)   # Gym's per-rollout verdicts
+    health_totals: Optional[HealthTotals] = None
+    gym_signs: dict[str, Evidence] = field(default_factory=dict)      # version features seen (gymversion.py)
     agent_names: set[str] = field(default_factory=set)  # agent_ref.name seen in rows
     notes: list[str] = field(default_factory=list)
     now: Optional[float] = None                   # clock of the last update (live runs)
+    activity: "Activity" = field(default_factory=lambda: Activity())
     reading: bool = False                         # files not yet read to their end (a budgeted poll)
+    first_stamp: Optional[float] = None           # earliest / latest timestamp a read log line starts
+    last_stamp: Optional[float] = None            # with (epoch; core/stamps.py says how they are read)

@@ -1,4 +1,4 @@
-"""The "agent never ran" rule, exactly as GYM_REFERENCE §5 states it (NVIDIA's evaluator SDK rule).
+"""The "agent never ran" rule, exactly as docs/gym-formats.md §9 states it (NVIDIA's evaluator SDK rule).
 
 A trial never ran when ALL hold:
 1. `response` is an object with an `output` key whose value is empty ([], "", {}, null);
@@ -9,14 +9,14 @@ Zero output tokens alone is a legitimate empty answer, not a never-ran.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 TOKEN_KEYS = ("total_tokens", "input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")
 INPUT_KEYS = ("total_tokens", "input_tokens", "prompt_tokens")
-_EMPTY = ([], "", {}, None)
+_EMPTY: tuple = ([], "", {}, None)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """A JSON number: int or float, never a bool (bool is an int subclass in Python)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -91,8 +91,9 @@ def _is_gym_command(cmdline: list[str]) -> Optional[str]:
 
 
 def scan(needles: list[str]) -> Liveness:
-    """Look for live Gym processes whose command line mentions any of `needles` (paths)."""
-    live = Liveness(parent=False, collector=False)
+    """Look for live Gym processes whose command line mentions any of `needles` (paths). One not
+    found is None, not False: it may run on another machine that writes to a shared filesystem."""
+    live = Liveness()
     needles = [n for n in needles if n]
     me = os.getpid()
     for proc in psutil.process_iter(["pid", "cmdline"]):
@@ -134,6 +135,24 @@ def _under(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
+def server_process_alive(pid: int, venv: Optional[str]) -> bool:
+    """Does `pid` still run a Gym server, and the one of that venv when it is known (a pid read
+    from a log may belong to another machine, or have been reused)?"""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        cmd = " ".join(proc.cmdline())
+        if "python" not in cmd:
+            return False
+        if venv is None:
+            return True
+        home = os.path.dirname(venv.rstrip("/"))
+        return venv in cmd or venv in (proc.exe() or "") or proc.cwd() == home
+    except (psutil.Error, OSError):
+        return False
+
+
 def needles_for(root: Path, rollouts: Optional[Path], logs_dir: Optional[Path]) -> list[str]:
     out = [str(root)]
     if rollouts is not None:
@@ -143,12 +162,36 @@ def needles_for(root: Path, rollouts: Optional[Path], logs_dir: Optional[Path]) 
     return out
 
 
+def env_value(proc: psutil.Process, name: str) -> Optional[str]:
+    """`name` in a process's environment. Read from /proc whole where it can be: Ray's processes
+    retitle themselves (`ray::DashboardAgent`) by writing over the start of their environment
+    block, and psutil, which stops at the first empty entry, then sees none of it."""
+    try:
+        with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return _psutil_env(proc, name)          # not Linux, or the process is gone
+    except PermissionError as exc:
+        raise psutil.AccessDenied(proc.pid) from exc
+    prefix = name.encode() + b"="
+    for entry in data.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode("utf-8", "replace")
+    return None
+
+
+def _psutil_env(proc: psutil.Process, name: str) -> Optional[str]:
+    if not proc.is_running():
+        raise psutil.NoSuchProcess(proc.pid)
+    return proc.environ().get(name)
+
+
 def runs_elsewhere(pid: object, run_id: str) -> bool:
     """True when `pid` is a live process of some other run than `run_id` (it lacks the run's
     marker); False when it is this run's, or when that cannot be told (gone, not ours to read)."""
     if not run_id or not isinstance(pid, int) or pid <= 0:
         return False
     try:
-        return psutil.Process(pid).environ().get(RUN_ID_VAR) != run_id
+        return env_value(psutil.Process(pid), RUN_ID_VAR) != run_id
     except (psutil.Error, OSError):
         return False

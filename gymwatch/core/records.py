@@ -1,24 +1,27 @@
 """Rollout, failure and materialized-input rows: parse one JSONL line into the few facts the model needs.
 
 Nothing here keeps a full record: a row is reduced to a `RowFacts` and dropped.
-The key names that join Gym (the writer) and gymwatch (the reader) live here only.
+The key names that join Gym (the writer) and gymwatch (the reader) live here only (the trial's
+index keys in inputkeys.py, which runs alone as a child process, and are imported from there).
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType, field
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
-from .neverran import is_number, never_ran
+from .inputkeys import ATTEMPT_KEY, ROLLOUT_KEY, TASK_KEY, guarded, long_integer, plain_key
+from .neverran import TOKEN_KEYS, is_number, never_ran
 
-TASK_KEY = "_ng_task_index"
-ROLLOUT_KEY = "_ng_rollout_index"
-ATTEMPT_KEY = "_ng_attempt_index"
 FAILURE_CLASS_KEY = "_ng_failure_class"
+FAILURE_STATUS_KEY = "_ng_failure_http_status"
 FAILURE_PREFIX = "_ng_failure_"
 AGENT_REF_KEY = "agent_ref"
 # Failure-row keys that may carry a human message, most specific first.
@@ -38,6 +41,7 @@ class RowFacts:
     agent: str = ""
     failure_class: str = ""
     message: str = ""
+    http_status: Optional[int] = None
     problem: str = ""     # why this row is unusable or partly wrong (shown in the report)
 
 
@@ -49,10 +53,21 @@ def load_object(raw: bytes) -> dict:
     try:
         obj = from_json(raw, cache_strings="keys")
     except ValueError as exc:
-        raise BadLine(f"invalid JSON ({_short(str(exc))})") from None
+        if "recursion limit" not in str(exc):
+            raise BadLine(f"invalid JSON ({_short(str(exc))})") from None
+        obj = _load_deep(raw)     # valid JSON nested deeper than jiter goes (~200 levels)
     if not isinstance(obj, dict):
         raise BadLine(f"expected a JSON object, got {type(obj).__name__}")
     return obj
+
+
+def _load_deep(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise BadLine("invalid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise BadLine(f"invalid JSON ({_short(str(exc))})") from None
 
 
 def _index(obj: dict, key: str) -> tuple[Optional[int], str]:
@@ -120,9 +135,16 @@ def _rollout_from(obj: dict) -> RowFacts:
     elif "reward" in obj and not facts.problem:
         facts.problem = f"reward is {type(reward).__name__} {_short(repr(reward))}, not a number"
     if FAILURE_CLASS_KEY in obj and obj[FAILURE_CLASS_KEY]:
-        facts.failure_class = str(obj[FAILURE_CLASS_KEY])
-        facts.message = _message(obj)
+        _failure(obj, facts)
     return facts
+
+
+def _failure(obj: dict, facts: RowFacts) -> None:
+    facts.failure_class = str(obj.get(FAILURE_CLASS_KEY) or "unknown")
+    facts.message = _message(obj)
+    status = obj.get(FAILURE_STATUS_KEY)
+    if type(status) is int and 100 <= status <= 599:
+        facts.http_status = status
 
 
 def _failure_from(obj: dict) -> RowFacts:
@@ -131,8 +153,7 @@ def _failure_from(obj: dict) -> RowFacts:
     response = obj.get("response")
     facts.never_ran = never_ran(response)
     _usage(response, facts)
-    facts.failure_class = str(obj.get(FAILURE_CLASS_KEY) or "unknown")
-    facts.message = _message(obj)
+    _failure(obj, facts)
     return facts
 
 
@@ -237,8 +258,168 @@ def _rollout_fast(obj: dict) -> Optional[RowFacts]:
 _CONTAINERS = (list, str, dict)
 
 
-def rollout_facts(raw: bytes) -> RowFacts:
-    """A successful-rollout row. Raises BadLine for lines that are not JSON objects."""
+# --- the typed parse (msgspec): the first try for every rollout and materialized row ----------
+# msgspec decodes a row straight into the small structs below: only these keys become Python
+# objects, the rest of the row (the request, most of `response`, trajectories) is checked and
+# skipped without being built, and `response.output` is kept as its raw bytes (only its
+# emptiness matters). Strict types: a key of any other type than the usual one (a float index, a
+# null usage, a bool reward, ...) fails the decode, and the row takes the projected parse above,
+# then the full parse, exactly as before. Duplicate keys: the last one wins, as in the full parse.
+# Where msgspec accepts what the reference parser (jiter) rejects, a guard sends the row the old
+# way first: invalid UTF-8 in skipped strings (msgspec does not check it) and integers longer than
+# Python's 4300-digit limit. A whole run of rows is checked at once (`rows_plain`: ASCII, as
+# Gym's json.dumps writes, and no such integer), so its rows need no guard of their own. Nesting
+# needs none: the full parse reads rows nested deeper than jiter's limit with the stdlib (below),
+# and one deeper than msgspec can (RecursionError) takes the full parse.
+class _Usage(Struct, gc=False):
+    total_tokens: Union[int, UnsetType] = UNSET
+    input_tokens: Union[int, UnsetType] = UNSET
+    output_tokens: Union[int, UnsetType] = UNSET
+    prompt_tokens: Union[int, UnsetType] = UNSET
+    completion_tokens: Union[int, UnsetType] = UNSET
+
+
+class _Response(Struct, gc=False):
+    output: Union[Raw, UnsetType] = UNSET
+    usage: Union[_Usage, UnsetType] = UNSET
+
+
+class _Ref(Struct, gc=False):
+    name: Union[str, UnsetType] = UNSET
+
+
+class _RolloutRow(Struct, gc=False):
+    task: int = field(name=TASK_KEY)
+    rollout: int = field(name=ROLLOUT_KEY)
+    attempt: Union[int, UnsetType] = field(name=ATTEMPT_KEY, default=UNSET)
+    reward: Union[int, float, UnsetType] = UNSET
+    response: Union[_Response, UnsetType] = UNSET
+    agent_ref: Union[_Ref, UnsetType] = field(name=AGENT_REF_KEY, default=UNSET)
+    failure_class: Union[str, None, UnsetType] = field(name=FAILURE_CLASS_KEY, default=UNSET)
+
+
+class _KeysRow(Struct, gc=False):
+    task: int = field(name=TASK_KEY)
+    rollout: int = field(name=ROLLOUT_KEY)
+    attempt: Union[int, UnsetType] = field(name=ATTEMPT_KEY, default=UNSET)
+    agent_ref: Union[_Ref, UnsetType] = field(name=AGENT_REF_KEY, default=UNSET)
+
+
+_TYPED_ROLLOUT = msgspec.json.Decoder(_RolloutRow).decode
+_TYPED_KEYS = msgspec.json.Decoder(_KeysRow).decode
+_DecodeError = msgspec.DecodeError
+_EXACT_FLOAT = 1 << 53
+
+
+def _reference_rejects(raw: bytes) -> bool:
+    """True when the row might be one the reference parser rejects and msgspec accepts."""
+    return not guarded(raw)
+
+
+def rows_plain(rows: list[bytes]) -> bool:
+    """No row of these needs the per-row guard (all ASCII, no over-long integer): one check of
+    them joined, in C, instead of one a row."""
+    block = b"\n".join(rows)
+    return block.isascii() and not long_integer(block)
+
+
+_EMPTY_RAW = (b"[]", b"{}", b'""', b"null")
+
+
+def _raw_empty(out: Raw) -> bool:
+    """Is this JSON value (valid: msgspec checked it) one of [], "", {}, null?"""
+    n = len(out)
+    if n > 64:   # only an empty container padded with whitespace is empty and this long
+        mv = memoryview(out)
+        if mv[0] not in (0x5B, 0x7B) or mv[1] not in (0x20, 0x09, 0x0A, 0x0D):
+            return False
+        return not bytes(mv[1:n - 1]).strip()
+    b = bytes(out)
+    return b in _EMPTY_RAW or (b[0] in (0x5B, 0x7B) and not b[1:-1].strip())
+
+
+def _usage_dict(usage: _Usage) -> dict:
+    return {k: v for k in TOKEN_KEYS if (v := getattr(usage, k)) is not UNSET}
+
+
+def _rollout_typed(raw: bytes, plain: bool = False) -> Optional[RowFacts]:
+    """`_rollout_from` for a row of the usual shape; None for any other row (it then takes the
+    projected parse and the general code, so the facts are always the full parse's). `plain`:
+    its run of rows passed `rows_plain`."""
+    f = rollout_tuple(raw, plain)
+    return None if f is None else RowFacts(*f)
+
+
+def rollout_tuple(raw: bytes, plain: bool = False) -> Optional[tuple]:
+    """`_rollout_typed`'s facts as a plain tuple (task, rollout, attempt, reward, input tokens,
+    output tokens, never ran, agent): the reducer's path for the rows of a big file."""
+    try:
+        row = _TYPED_ROLLOUT(raw)
+    except (_DecodeError, RecursionError):
+        return None
+    task, rollout, row_attempt, row_reward = row.task, row.rollout, row.attempt, row.reward
+    if task < 0 or rollout < 0 or row.failure_class or not plain and _reference_rejects(raw):
+        return None   # a failure class: its message may be in any `_ng_failure_*` key
+    attempt: Optional[int] = None
+    if row_attempt is not UNSET:
+        if row_attempt < 0:
+            return None
+        attempt = row_attempt
+    reward: Optional[float] = None
+    if type(row_reward) is int:
+        if not -_EXACT_FLOAT <= row_reward <= _EXACT_FLOAT:
+            return None
+        reward = float(row_reward)
+    elif type(row_reward) is float:
+        if not math.isfinite(row_reward):
+            return None
+        reward = row_reward
+    inp = out = None
+    nr = False
+    response = row.response
+    if response is not UNSET:
+        usage = response.usage
+        if usage is not UNSET:
+            inp = usage.input_tokens
+            if inp is UNSET:
+                inp = None if usage.prompt_tokens is UNSET else usage.prompt_tokens
+            out = usage.output_tokens
+            if out is UNSET:
+                out = None if usage.completion_tokens is UNSET else usage.completion_tokens
+        output = response.output
+        if output is not UNSET and _raw_empty(output):
+            # rule 1 holds: the rule itself decides, on the keys it reads (the output's value is
+            # empty, which one does not matter)
+            nr = never_ran({"output": None} if usage is UNSET else {"output": None, "usage": _usage_dict(usage)})
+    ref = row.agent_ref
+    agent = "" if ref is UNSET or ref.name is UNSET else ref.name
+    return task, rollout, attempt, reward, inp, out, nr, agent
+
+
+def materialized_key(raw: bytes, plain: bool = False) -> Optional[tuple[int, int]]:
+    """The (task, rollout) of a materialized row of the usual shape (all the reducer needs of
+    it), else None: the row then takes `materialized_facts`."""
+    return plain_key(raw) if plain or guarded(raw) else None
+
+
+def _materialized_typed(raw: bytes, plain: bool = False) -> Optional[RowFacts]:
+    try:
+        row = _TYPED_KEYS(raw)
+    except (_DecodeError, RecursionError):
+        return None
+    if row.task < 0 or row.rollout < 0 or row.attempt is not UNSET or not plain and _reference_rejects(raw):
+        return None
+    ref = row.agent_ref
+    return RowFacts(row.task, row.rollout, agent="" if ref is UNSET or ref.name is UNSET else ref.name)
+
+
+def rollout_facts(raw: bytes, plain: bool = False) -> RowFacts:
+    """A successful-rollout row. Raises BadLine for lines that are not JSON objects. `plain`:
+    its run of rows passed `rows_plain`."""
+    return _rollout_typed(raw, plain) or rollout_facts_projected(raw)
+
+
+def rollout_facts_projected(raw: bytes) -> RowFacts:
     try:
         obj = _ROLLOUT(raw)
     except ValidationError:
@@ -253,7 +434,11 @@ def failure_facts(raw: bytes) -> RowFacts:
     return failure_facts_full(raw)
 
 
-def materialized_facts(raw: bytes) -> RowFacts:
+def materialized_facts(raw: bytes, plain: bool = False) -> RowFacts:
+    return _materialized_typed(raw, plain) or materialized_facts_projected(raw)
+
+
+def materialized_facts_projected(raw: bytes) -> RowFacts:
     try:
         obj = _MATERIALIZED(raw)
     except ValidationError:
@@ -266,6 +451,8 @@ def materialized_facts(raw: bytes) -> RowFacts:
 
 
 def _message(obj: dict) -> str:
+    """The row's own words about its failure (Gym 0.7: `_ng_failure_message`, e.g. `500,
+    message='Internal Server Error', url='http://127.0.0.1:19251/run'`)."""
     for k in MESSAGE_KEYS:
         v = obj.get(k)
         if v:

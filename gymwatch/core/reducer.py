@@ -1,4 +1,6 @@
-"""The one reducer: every parsed line of every file goes through here into the RunState.
+"""The one reducer: the only writer of the RunState. Every parsed line of every file, what the
+session learns beside them (configs, processes, file activity) and what the whole state means
+(`settle`) go through here.
 
 It records which keys changed so views update only what moved. The report and the
 live screen both read the state this builds, so they cannot disagree.
@@ -7,19 +9,25 @@ live screen both read the state this builds, so they cannot disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import re
 from typing import Callable, Optional
 
 from . import gymlines as gl
-from . import records
+from . import attempts, health, logscan, records
 from .layout import BOTH, EVAL, VALIDATE
+from .stamps import STAMP_START, line_stamp
 from .model import (
-    FAILED, READY, T_COMPLETED, T_FAILED, T_NEVER_RAN, T_PENDING,
-    Evidence, Malformed, RunState, Server, Trial, TrialKey,
+    EXITED, FAILED, INSTALLING, K_RESOURCES, K_UNKNOWN, PENDING, READY, T_COMPLETED, T_FAILED, T_MISSING,
+    T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed,
+    RunInfo, RunState, Server, Trial, TrialKey,
 )
 from .markers import is_error_line
-from .servers import ServerTracker, on_line, set_state
+from .servers import ServerTracker, fail, lock_phase, on_line, same_venv, set_state
+from .tail import decode
+from .verdict import collector_ended, parent_gave_up, timed_out_reason
 
 MAX_KEPT_MALFORMED = 200
+LEFT_STARTING = "not up when gym env start ended: nothing waits for it any more"
 
 
 @dataclass(slots=True)
@@ -34,15 +42,6 @@ class Changes:
     def __bool__(self) -> bool:
         return bool(self.servers or self.trials or self.removed_trials or self.run or self.files or self.reset)
 
-    def merge(self, other: "Changes") -> None:
-        self.servers |= other.servers
-        self.trials |= other.trials
-        self.removed_trials |= other.removed_trials
-        self.run = self.run or other.run
-        self.reset = self.reset or other.reset
-        for k, v in other.files.items():
-            self.files[k] = self.files.get(k, 0) + v
-
 
 class Reducer:
     def __init__(self, state: RunState, clock: Callable[[], Optional[float]] = lambda: None):
@@ -54,17 +53,92 @@ class Reducer:
         self.fed_from_merged: set[str] = set()   # servers whose lines came from a merged stream
         self._banner: Optional[str] = None       # server whose `# Server Instances` block is being read
         self._examples_next = False
-        self._attempts: dict[tuple[int, int], list[TrialKey]] = {}   # (task, rollout) -> keys with attempts
+        self._endpoint_list = False              # reading the endpoints listed under Gym's give-up line
+        self.health_file_totals = False          # quality_summary.json read: it outranks the line
 
     def take_changes(self) -> Changes:
         out, self.changes = self.changes, Changes()
         return out
 
+    # --- what the whole state means (after every poll; idempotent) ------------------------
+    def settle(self, now: Optional[float] = None) -> None:
+        """Apply what Gym's parent says about servers (a death it named, its spin-up timeout, its
+        give-up, its shutdown), and mark trials missing once the collector has ended (pending
+        again if it turns out not to have). Every change is reported like any other."""
+        st, p = self.state, self.state.parent
+        before = {name: (s.state, s.phase, s.kind) for name, s in st.servers.items()}
+        env = st.servers.get(st.info.environment)
+        if env is not None and env.kind == K_UNKNOWN:
+            env.kind = K_RESOURCES
+        if p.died_server and p.died_server in st.servers:
+            s = st.servers[p.died_server]
+            fail(s, self.trackers[s.name], now, f"Gym: {p.died.text.strip() if p.died else 'process died'}")
+        if p.timeout is not None:
+            for s in st.servers.values():
+                if not s.became_ready and s.state != FAILED:
+                    fail(s, self.trackers[s.name], now, timed_out_reason(st, s), timed_out=True)
+        if parent_gave_up(st):
+            for s in st.servers.values():
+                if not (s.became_ready or s.state == FAILED) and (
+                        s.failure is not None or self.trackers[s.name].ended_at_install):
+                    fail(s, self.trackers[s.name], now, "died during startup")
+                elif not (s.became_ready or s.state in (FAILED, EXITED)):
+                    # no death of its own: its process may still run, with nothing waiting for it
+                    set_state(s, s.state, now, LEFT_STARTING)
+        if p.finished is not None:
+            for s in st.servers.values():
+                if s.state == READY:
+                    set_state(s, EXITED, now, "stopped by Gym")
+        moved = {name for name, s in st.servers.items() if before.get(name) != (s.state, s.phase, s.kind)}
+        self.changes.servers |= moved
+        self.changes.trials |= self._settle_trials(collector_ended(st))
+        self.changes.run |= bool(moved)
+
+    def _settle_trials(self, ended: bool) -> set[TrialKey]:
+        moved = set()
+        for t in self.state.trials.values():
+            if t.status == T_PENDING and ended and t.expected:
+                t.status = T_MISSING
+                moved.add(t.key)
+            elif t.status == T_MISSING and not ended:
+                t.status = T_PENDING
+                moved.add(t.key)
+        return moved
+
+    # --- what the session learns beside the files' lines ----------------------------------
+    def run_info(self, info: RunInfo) -> None:
+        """Names and settings read from Hydra's configs, the manifest or a bundle."""
+        self.state.info = info
+        self.changes.run = True
+
+    def collection_began(self) -> None:
+        """The materialized inputs exist: Gym writes them first, as collection begins."""
+        if not self.state.collector.started:
+            self.state.collector.started = True
+            self.changes.run = True
+
+    def aggregate_done(self) -> None:
+        """The aggregate metrics file is whole: the collection finished."""
+        if not self.state.aggregate_written:
+            self.state.aggregate_written = True
+            self.changes.run = True
+
+    def note(self, text: str) -> None:
+        """A file gymwatch did not read, and why."""
+        if text not in self.state.notes:
+            self.state.notes.append(text)
+            self.changes.run = True
+
+    def read_progress(self, behind: bool, now: Optional[float]) -> None:
+        """Whether files are still being read to their end (a budgeted poll), and the clock."""
+        self.state.reading = behind
+        self.state.now = now
+
     # --- servers ---------------------------------------------------------------
     def server(self, name: str) -> Server:
         s = self.state.servers.get(name)
         if s is None:
-            kind = "resources" if name == self.state.info.environment else gl.server_kind(name)
+            kind = K_RESOURCES if name == self.state.info.environment else gl.server_kind(name)
             s = Server(name=name, kind=kind)
             self.state.servers[name] = s
             self.trackers[name] = ServerTracker()
@@ -83,6 +157,63 @@ class Reducer:
             name = self._owner_of_stem(name)
         self._server_text(name, body if pref is not None else text, Evidence(file, lineno, text))
         self.state.servers[name].log_file = file
+
+    def server_log_block(self, stem: str, file: str, first: int, block: bytes) -> None:
+        """Lines `first`.. of `<logs>/<stem>.log`, whole (each ends with a newline, none holds a
+        \r), with the effect of giving each to `server_log_line`: while the server is steady, the
+        lines up to the next one that can change it are skipped in C (core/logscan.py). Of the
+        timestamps, the block's first and last stamped lines count (a server writes its lines
+        in time order), and those of the lines read one by one."""
+        pos, lineno, end = 0, first, len(block)
+        hit: Optional[int] = None          # the next line that matters, while it is ahead
+        while pos < end:
+            name = self._owner_of_stem(stem)
+            s, tracker = self.state.servers.get(name), self.trackers.get(name)
+            if s is not None and tracker is not None and _steady(s, tracker):
+                if hit is None or hit < pos:
+                    pat = logscan.pattern(name, "server_access_log" not in self.state.gym_signs, s.first_run is None)
+                    m = pat.search(block, pos)
+                    hit = logscan.line_start(block, m.start(), pos) if m else end
+                if hit > pos:
+                    # The line at `hit` is the server's next last line, unless another server's
+                    # prefix may give it to that one (or there is none).
+                    own = hit < end and not logscan.foreign(block, hit, name) and logscan.has_text(block, hit)
+                    self._skip_lines(s, tracker, file, block, pos, hit, lineno, own)
+                    lineno += block.count(b"\n", pos, hit)
+                    pos = hit
+                    if pos >= end:
+                        break
+            nl = block.index(b"\n", pos)
+            self.server_log_line(stem, file, lineno, decode(block[pos:nl]))
+            pos, lineno = nl + 1, lineno + 1
+        for at in logscan.stamped_lines(block, 0, end):
+            if at is not None:
+                _, body = gl.split_prefix(decode(block[at:block.index(b"\n", at)]))
+                if body[:1] in STAMP_START:
+                    self._stamp(body)
+
+    def _skip_lines(self, s: Server, tracker: ServerTracker, file: str, block: bytes, lo: int, hi: int,
+                    lineno: int, then_own: bool) -> None:
+        """What block[lo:hi] (from line `lineno`) does to a steady server whose lines there hold
+        nothing that changes it: it was seen, and its last line is the last of them (unless the
+        server's own line read next, `then_own`, says so anyway)."""
+        now = self.clock()
+        if s.first_seen is None:
+            s.first_seen = now
+        s.last_seen = now
+        s.log_file = file
+        self.changes.servers.add(s.name)
+        if then_own and not tracker.chained:
+            return
+        last = logscan.last_text_line(block, lo, hi)
+        if last is not None:
+            if not then_own:
+                text = decode(block[last:block.index(b"\n", last)])
+                pref, body = gl.split_prefix(text)
+                s.last_line = body if pref is not None else text
+                s.last_line_at = Evidence(file, lineno + block.count(b"\n", lo, last), text)
+            if not tracker.stopping:
+                tracker.chained = False      # none of them starts a chained traceback
 
     def _owner_of_stem(self, stem: str) -> str:
         """The server `<logs>/<stem>.log` belongs to, if one is known by its real name (a name
@@ -107,10 +238,76 @@ class Reducer:
             self.trackers[real] = tracker
 
     def _server_text(self, name: str, body: str, ev: Evidence) -> None:
+        if body[:1] in STAMP_START:
+            self._stamp(body)
         s = self.server(name)
         on_line(s, self.trackers[name], body, ev, self.clock())
         if s.port is not None and s.state == READY:
             self.state.port_owner[s.port] = name
+        if s.ready_evidence is None:
+            self._starting_signs(s, body, ev)
+        if 'HTTP/1.1" ' in body:
+            if "server_access_log" not in self.state.gym_signs:
+                self._sign("server_access_log", ev)     # Gym 0.6 turned servers' access logs off
+            if s.first_run is None and gl.RUN_ACCESS_RE.search(body):
+                s.first_run = ev
+
+    def _starting_signs(self, s: Server, body: str, ev: Evidence) -> None:
+        """A starting server's lines: the venv-lock wait (Gym 0.7), and features that bound the
+        Gym version (uv's package list names it exactly on a cold build)."""
+        if body.startswith("Waiting for virtual environment setup"):
+            m = gl.VENV_LOCK_RE.match(body)
+            if m:
+                s.venv = s.venv or m.group(1)
+                set_state(s, INSTALLING, self.clock(), lock_phase(self.state, s, m.group(1)))
+                self.trackers[s.name].lock_wait = True
+                self._sign("venv_lock", ev)
+        elif "nemo-gym==" in body and gl.GYM_PACKAGE_RE.match(body):
+            self._sign("package", ev)
+        elif "aiohttp connection pool capacity" in body:
+            self._sign("pool_capacity", ev)
+        elif "Disabling a uvicorn access logging" in body:
+            self._sign("access_log_off", ev)
+
+    # --- processes and file activity ------------------------------------------------------
+    def processes(self, parent: Optional[bool], collector: Optional[bool], parent_exit: Optional[int],
+                  collector_exit: Optional[int], checked: bool) -> None:
+        """What the process check found: True alive, False ended, None not seen (maybe elsewhere)."""
+        p, c, a = self.state.parent, self.state.collector, self.state.activity
+        if (p.alive, c.alive, p.exit_code, c.exit_code) != (parent, collector, parent_exit, collector_exit):
+            self.changes.run = True
+        p.alive, c.alive, p.exit_code, c.exit_code = parent, collector, parent_exit, collector_exit
+        a.processes_checked = checked
+        a.processes_seen = bool(parent or collector)
+
+    def process_facts(self, live: dict[str, dict]) -> None:
+        """psutil facts of the servers' processes (a launched run): those no longer running keep
+        their last facts with alive=False."""
+        for name, s in self.state.servers.items():
+            facts = live.get(name)
+            if facts is None and s.process and s.process.get("alive"):
+                facts = {**s.process, "alive": False}
+            if facts is not None and facts != s.process:
+                s.process = facts
+                self.changes.servers.add(name)
+
+    def orphans(self, alive: dict[str, int]) -> None:
+        """Servers whose process still runs although gym env start has ended (name -> pid)."""
+        for name, s in self.state.servers.items():
+            orphaned = name in alive
+            if orphaned != s.orphaned:
+                s.orphaned = orphaned
+                if orphaned and s.state != FAILED:
+                    s.phase = f"still running after Gym ended (pid {alive[name]}): an orphan holding its port"
+                self.changes.servers.add(name)
+
+    def file_activity(self, last_write: Optional[float], wall_now: float) -> None:
+        a = self.state.activity
+        was_quiet = a.quiet
+        a.last_write = last_write
+        a.quiet_for = None if last_write is None else max(0.0, wall_now - last_write)
+        if a.quiet != was_quiet:
+            self.changes.run = True
 
     # --- the head server (optional HTTP probes) ---------------------------------------
     def server_instances(self, instances: list) -> None:
@@ -128,7 +325,7 @@ class Reducer:
             s.pid = s.pid or (inst.get("pid") if isinstance(inst.get("pid"), int) else None)   # a wrapper's
 
     def http_answer(self, name: str, ok: bool) -> None:
-        """Any HTTP response from `GET /` proves a server is up (GYM_REFERENCE §2)."""
+        """Any HTTP response from `GET /` proves a server is up (docs/gym-formats.md §3)."""
         s = self.server(name)
         s.http_ok = ok
         if ok and s.state not in (READY, FAILED):
@@ -151,6 +348,8 @@ class Reducer:
             elif name not in self.state.servers:
                 self.server(name)
             return
+        if text[:1] in STAMP_START:
+            self._stamp(text)
         if role == VALIDATE:
             return
         self._parent_line(role, text, ev)
@@ -167,12 +366,16 @@ class Reducer:
             if text.strip():
                 p.last_lines[ev.file] = ev
             if p.error is None and p.all_ready is None and role != EVAL and is_error_line(text) \
-                    and not text.startswith("Traceback"):
+                    and gl.TRACEBACK not in text:
                 p.error = ev      # e.g. its head server could not bind its port: why it gave up
+            if p.head_failed is None and p.spinup is None and p.all_ready is None and role != EVAL \
+                    and gl.BIND_ERROR_RE.search(text):
+                p.head_failed = ev    # unprefixed, before the servers' wait: Gym's own head server
+                self.changes.run = True
 
     def _parent_patterns(self, role: str, text: str, ev: Evidence) -> bool:
         p = self.state.parent
-        if self._banner_line(text, ev):
+        if self._banner_line(text, ev) or self._endpoint_list_line(text, ev):
             return True
         if not gl.PARENT_ANY_RE.search(text):
             return False
@@ -186,16 +389,24 @@ class Reducer:
                 self._gym_says_ready(s)
             self.changes.run = True
             return True
+        if self._startup_line(text, ev) or self._endpoint_line(text, ev):
+            self.changes.run = True
+            return True
+        if gl.HEAD_DOWN_RE.search(text):
+            p.head_down, p.head_down_count = ev, p.head_down_count + 1
+            self.changes.run = True
+            return True
         m = gl.DIED_RE.search(text)
         if m:
             p.died, p.died_server = ev, m.group(1)
             self.server(m.group(1))
         elif gl.TIMEOUT_RE.search(text):
             p.timeout = ev
+            self._sign("spinup_limit", ev)
         elif gl.FINISHED_RE.search(text):
             p.finished = ev
-        elif text.startswith("Traceback (most recent call last):") and not self._collecting(role):
-            p.traceback = ev
+        elif gl.TRACEBACK in text and not self._collecting(role):
+            p.traceback = p.traceback or ev
         else:
             m = gl.HEAD_RE.search(text)
             if m and p.head_url is None and role != EVAL:
@@ -203,6 +414,108 @@ class Reducer:
             return False
         self.changes.run = True
         return True
+
+    def _startup_line(self, text: str, ev: Evidence) -> bool:
+        """Gym 0.7's launch line per server, the venv-lock wait in merged output, and the start
+        of the spin-up wait (the clock of Gym's spin-up limit)."""
+        p = self.state.parent
+        m = gl.LAUNCH_RE.search(text)
+        if m:
+            s = self.server(m.group(1))
+            s.venv = m.group(2)
+            kind = gl.server_kind(s.name, m.group(2))
+            if kind != K_UNKNOWN:
+                s.kind = kind
+            if s.state == PENDING and not s.phase:
+                s.phase = "launched, waiting for its first output"
+            self._sign("launch_line", ev)
+            for other in self.state.servers.values():    # a lock wait read before this line
+                if self.trackers[other.name].lock_wait and same_venv(other.venv, s.venv):
+                    other.phase = lock_phase(self.state, other, other.venv)
+                    self.changes.servers.add(other.name)
+            return True
+        m = gl.VENV_LOCK_RE.search(text)
+        if m:     # unprefixed: every server of that venv with no output of its own yet may be the one
+            self._sign("venv_lock", ev)
+            for s in self.state.servers.values():
+                if same_venv(s.venv, m.group(1)) and s.state == PENDING and s.last_line_at is None:
+                    s.phase = lock_phase(self.state, s, m.group(1))
+                    self.changes.servers.add(s.name)
+            return True
+        if gl.SPINUP_RE.search(text):
+            p.spinup = ev
+            p.spinup_at = self.clock()
+            return True
+        if gl.HEAD_WAIT_RE.search(text) and "launch_line" not in self.state.gym_signs:
+            self._sign("no_launch_line", ev)     # Gym 0.7 names each server's venv before this line
+        return False
+
+    def _endpoint_line(self, text: str, ev: Evidence) -> bool:
+        """The model-endpoint wait after all servers are ready (Gym 0.5+)."""
+        e = self.state.parent.endpoints
+        m = gl.ENDPOINT_WAIT_RE.search(text)
+        if m:
+            e.waiting, e.waiting_at, e.urls = ev, self.clock(), gl.endpoint_urls(m.group(2))
+            self._sign("endpoint_wait", ev)
+            limit = gl.ENDPOINT_LIMIT_RE.search(text)     # a glued stream may hold both lines
+            if limit:
+                e.limit = float(limit.group(1))
+            return True
+        m = gl.ENDPOINT_LIMIT_RE.search(text)
+        if m and e.waiting is not None:
+            e.limit = float(m.group(1))
+            return True
+        m = gl.ENDPOINT_STILL_RE.search(text)
+        if m and e.waiting is not None:
+            e.elapsed, e.elapsed_at = float(m.group(1)), self.clock()
+            return True
+        m = gl.ENDPOINT_OK_RE.search(text)
+        if m:
+            e.answered, e.elapsed, e.elapsed_at = ev, float(m.group(1)), self.clock()
+            return True
+        m = gl.ENDPOINT_FAILED_RE.search(text)
+        if m:
+            e.gave_up, e.limit = ev, float(m.group(2))
+            self._endpoint_list = True
+            self._sign("endpoint_wait", ev)
+            return True
+        m = gl.ENDPOINT_UNRESOLVED_RE.search(text)
+        if m:
+            e.unresolved.append(ev)
+            return True
+        return False
+
+    def _endpoint_list_line(self, text: str, ev: Evidence) -> bool:
+        """`  - http://host/v1 (from `key`)` lines under Gym's give-up line."""
+        if not self._endpoint_list:
+            return False
+        stripped = text.strip()
+        if stripped.startswith("- ") and "://" in stripped:
+            # `- <url> (from `key`)`; rich wraps long lines, so the key may be on the next line
+            words = stripped[2:].split()
+            key = re.search(r"\(from `([^`]+)`\)", stripped)
+            url = words[0] + (f" ({key.group(1)})" if key else "")
+            e = self.state.parent.endpoints
+            if url not in e.urls:
+                e.urls.append(url)
+            return True
+        self._endpoint_list = False    # the list ends at the first other line (advice follows)
+        return False
+
+    def _stamp(self, text: str) -> None:
+        """A line that may start with a timestamp: the run's first and last recorded times."""
+        ts = line_stamp(text)
+        if ts is not None:
+            st = self.state
+            if st.first_stamp is None or ts < st.first_stamp:
+                st.first_stamp = ts
+            if st.last_stamp is None or ts > st.last_stamp:
+                st.last_stamp = ts
+
+    def _sign(self, name: str, ev: Evidence) -> None:
+        """A feature of the run's output that bounds its Gym version (gymversion.py)."""
+        if name not in self.state.gym_signs:
+            self.state.gym_signs[name] = ev
 
     def _pending(self, pending: tuple[int, int, list[str]], ev: Evidence) -> None:
         p = self.state.parent
@@ -274,7 +587,7 @@ class Reducer:
             m = gl.EXAMPLES_LEFT_RE.match(stripped)
             if m:
                 c.examples_left = int(m.group(2))
-        if stripped == "Examples left:":
+        if stripped.endswith("Examples left:"):
             self._examples_next = True
         if gl.COLLECT_DONE_RE.search(text):
             c.finished = True
@@ -283,54 +596,159 @@ class Reducer:
         if m:
             c.progress = (int(m.group(1)), int(m.group(2)))
             self.changes.run = True
-        if text.startswith("Traceback (most recent call last):"):
+        if gl.TRACEBACK in text:    # also mid-line, after a tqdm segment
             c.traceback, c.error = ev, None
             self.changes.run = True
         elif c.traceback is not None and gl.EXC_LINE_RE.match(text):
             c.error = ev
             self.changes.run = True
+        elif "[rollout_" in text:
+            self._trial_line(text, ev)
+        else:
+            self._collector_signs(text, ev)
+
+    def _trial_line(self, text: str, ev: Evidence) -> None:
+        """A collector line that names a failed trial: `/run failed status=N row={...}`, or `rollout
+        dropped from the score: row={...} class=X error=...` (Gym 0.7 prints both for one failure)."""
+        m = gl.RUN_FAILED_RE.search(text)
+        if m:
+            key = gl.row_key(m.group(2))
+            status = int(m.group(1)) if m.group(1).isdigit() else None
+            if key is not None:
+                attempts.observe_line(self._trial(key[:2]), Attempt(None, T_FAILED, None, "", "", status, ev,
+                                                                    SRC_LINE, ev))
+            return
+        m = gl.DROPPED_RE.search(text)
+        if m:
+            key = gl.row_key(m.group(1))
+            message = (m.group(3) or "").strip()
+            code = re.match(r"(\d{3})\b", message)
+            if key is not None:
+                attempts.observe_line(self._trial(key[:2]), Attempt(None, T_FAILED, None, m.group(2), message,
+                                                                    int(code.group(1)) if code else None, ev,
+                                                                    SRC_LINE, ev))
+
+    def _collector_signs(self, text: str, ev: Evidence) -> None:
+        """Gym's health totals line, and features that bound the Gym version."""
+        if "Rollout health:" in text:
+            m = gl.HEALTH_LINE_RE.search(text)
+            if m and not self.health_file_totals:
+                _, healthy, unhealthy, unobserved = (int(x) for x in m.groups())
+                self.state.health_totals = HealthTotals(healthy, unhealthy, unobserved, ev)
+                self.changes.run = True
+            self._sign("health_check", ev)
+        elif "rollouts for `" in text and gl.FOUND_RE.search(text):
+            self._sign("found_progress", ev)
+        elif text.startswith("route_failures_to_sidecar is on"):
+            self._sign("route_failures", ev)
+        elif text.startswith("Per-task latency over"):
+            self._sign("task_latency", ev)
 
     # --- rollouts files -----------------------------------------------------------
-    def rollout_row(self, file: str, lineno: int, raw: bytes) -> None:
-        facts = self._facts(records.rollout_facts, file, lineno, raw)
+    def rollout_rows(self, file: str, first: int, rows: list[bytes]) -> None:
+        """Rows `first`.. of a rollouts file (a run of lines: Tailer.read(rows=True)).
+        A row of the usual shape for a trial with no failure yet is applied here directly (what
+        `rollout_row` and `attempts.observe_row` do with it, without their objects: a 100k-row
+        file is most of a report's time); any other goes through `rollout_row`."""
+        plain = records.rows_plain(rows)
+        fast = records.rollout_tuple
+        state = self.state
+        trials, agents, changed = state.trials, state.agent_names, self.changes.trials
+        applied = False
+        for lineno, raw in enumerate(rows, first):
+            f = fast(raw, plain) if plain else None
+            t = None if f is None else trials.get((f[0], f[1]))
+            if f is None or t is not None and (t.source >= SRC_FAILURE_ROW or t.line is not None):
+                self.rollout_row(file, lineno, raw)
+                continue
+            task, rollout, attempt, reward, inp, out, nr, agent = f
+            if t is None:
+                t = trials[(task, rollout)] = Trial(task, rollout)
+            if agent:
+                if agent not in agents:
+                    agents.add(agent)
+                t.agent = agent
+            t.attempt_index, t.source, t.evidence, t.input_tokens, t.output_tokens = attempt, SRC_ROW, \
+                Evidence(file, lineno), inp, out
+            t.failure_class, t.message, t.http_status, t.row_own = "", "", None, None
+            if nr:
+                t.status, t.reward, t.withheld_reward = T_NEVER_RAN, None, reward
+            else:
+                t.status, t.reward, t.withheld_reward = T_COMPLETED, reward, None
+            changed.add((task, rollout))
+            applied = True
+        if applied:
+            state.collector.started = True       # a row proves the collector ran
+            self.changes.run = True
+
+    def materialized_rows(self, file: str, first: int, rows: list[bytes]) -> None:
+        """Rows `first`.. of the materialized inputs (a run of lines): each is an expected trial."""
+        plain = records.rows_plain(rows)
+        fast = records.materialized_key
+        keys: list[tuple[int, int, int, Optional[bytes]]] = []
+        for lineno, raw in enumerate(rows, first):
+            key = fast(raw, plain) if plain else None
+            keys.append((lineno, -1, -1, raw) if key is None else (lineno, key[0], key[1], None))
+        self.materialized_keys(file, keys)
+
+    def materialized_keys(self, file: str, keys: list[tuple[int, int, int, Optional[bytes]]]) -> None:
+        """Materialized-input rows as (line, task, rollout, None) for a row of the usual shape, or
+        (line, -1, -1, its raw bytes) for any other (read the general way): from
+        `materialized_rows`, or from the child process that read them (core/inputkeys.py)."""
+        state = self.state
+        trials, changed = state.trials, self.changes.trials
+        n = 0
+        for lineno, task, rollout, raw in keys:
+            if raw is not None:
+                self.materialized_row(file, lineno, raw)
+                continue
+            n += 1
+            key = (task, rollout)
+            t = trials.get(key)
+            if t is None:
+                trials[key] = Trial(task, rollout, expected=True, input_line=lineno)
+                changed.add(key)
+            else:
+                t.expected, t.input_line = True, lineno
+        if n:
+            state.inputs_file = file
+            state.collector.started = True
+            state.expected_total = (state.expected_total or 0) + n
+            self.changes.run = True
+
+    def rollout_row(self, file: str, lineno: int, raw: bytes, plain: bool = False) -> None:
+        """One row; `plain`: its block passed records.block_plain."""
+        facts = self._facts(records.rollout_facts, file, lineno, raw, plain)
         if facts is None:
             return
         if facts.agent and facts.agent not in self.state.agent_names:
             self.state.agent_names.add(facts.agent)
-        t = self._trial(facts, file, lineno)
-        if t is None:
+        key = self._key(facts, file, lineno)
+        if key is None:
             return
-        if facts.agent:
-            t.agent = facts.agent
-        t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
-        t.evidence = Evidence(file, lineno)
         if facts.never_ran:
-            t.status, t.reward, t.withheld_reward = T_NEVER_RAN, None, facts.reward
-        elif facts.failure_class:
-            t.status, t.reward = T_FAILED, None
-            t.failure_class, t.message = facts.failure_class, facts.message
+            status = T_NEVER_RAN
         else:
-            t.status, t.reward = T_COMPLETED, facts.reward
-            if t.failure_class:
-                t.failure_class = t.message = ""
+            status = T_FAILED if facts.failure_class else T_COMPLETED
+        attempts.observe_row(self._trial(key), Attempt(facts.attempt, status, facts.reward, facts.failure_class,
+                                                       facts.message, facts.http_status, Evidence(file, lineno),
+                                                       SRC_ROW), facts)
 
     def failure_row(self, file: str, lineno: int, raw: bytes) -> None:
         facts = self._facts(records.failure_facts, file, lineno, raw)
         if facts is None:
             return
-        t = self._trial(facts, file, lineno)
-        if t is None or t.status in (T_COMPLETED, T_NEVER_RAN):
-            return   # a success row for the same key wins over a stale failure row
-        # A failure row that meets the never-ran rule counts as never-ran (GYM_REFERENCE §5).
-        t.status, t.reward = (T_NEVER_RAN if facts.never_ran else T_FAILED), None
-        t.failure_class, t.message = facts.failure_class, facts.message
-        t.agent = facts.agent or t.agent
-        t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
-        t.evidence = Evidence(file, lineno)
-        self.state.collector.started = True
+        key = self._key(facts, file, lineno)
+        if key is None:
+            return
+        # A failure row that meets the never-ran rule counts as never-ran (docs/gym-formats.md).
+        status = T_NEVER_RAN if facts.never_ran else T_FAILED
+        attempts.observe_row(self._trial(key), Attempt(facts.attempt, status, None, facts.failure_class,
+                                                       facts.message, facts.http_status, Evidence(file, lineno),
+                                                       SRC_FAILURE_ROW), facts)
 
-    def materialized_row(self, file: str, lineno: int, raw: bytes) -> None:
-        facts = self._facts(records.materialized_facts, file, lineno, raw)
+    def materialized_row(self, file: str, lineno: int, raw: bytes, plain: bool = False) -> None:
+        facts = self._facts(records.materialized_facts, file, lineno, raw, plain)
         if facts is None:
             return
         if facts.task is None or facts.rollout is None:
@@ -339,29 +757,54 @@ class Reducer:
         state = self.state
         state.collector.started = True
         state.expected_total = (state.expected_total or 0) + 1
-        base = (facts.task, facts.rollout, None)
-        trials = state.trials
-        t = trials.get(base)
-        if t is not None:
-            t.expected = True
-        elif base[:2] in self._attempts:
-            for k in self._attempts[base[:2]]:
-                trials[k].expected = True
+        key = (facts.task, facts.rollout)
+        state.inputs_file = file
+        t = state.trials.get(key)
+        if t is None:
+            state.trials[key] = Trial(facts.task, facts.rollout, expected=True, input_line=lineno)
+            self.changes.trials.add(key)
         else:
-            trials[base] = Trial(facts.task, facts.rollout, expected=True)
-            self.changes.trials.add(base)
+            t.expected, t.input_line = True, lineno
         self.changes.run = True
 
-    def _facts(self, parse, file: str, lineno: int, raw: bytes):
+    def verdict_row(self, file: str, lineno: int, raw: bytes) -> None:
+        """A line of Gym's rollout_verdicts.jsonl: Gym's health verdict on one rollout."""
         try:
-            return parse(raw)
+            key, gym = health.verdict_row(raw)
+        except records.BadLine as exc:
+            if raw.strip():
+                self._malformed(file, lineno, str(exc))
+            return
+        gym.evidence = Evidence(file, lineno)
+        self.state.health[key] = gym
+        self._sign("health_check", gym.evidence)
+        if key in self.state.trials:
+            self.changes.trials.add(key)
+        self.changes.run = True
+
+    def health_summary(self, file: str, data: bytes) -> None:
+        """quality_summary.json, read whole once it is complete: Gym's own totals."""
+        try:
+            totals = health.summary_totals(data)
+        except records.BadLine as exc:
+            self.file_error(file, str(exc))
+            return
+        totals.evidence = Evidence(file, 1)
+        self.state.health_totals = totals
+        self.health_file_totals = True
+        self._sign("health_check", totals.evidence)
+        self.changes.run = True
+
+    def _facts(self, parse, file: str, lineno: int, raw: bytes, *plain: bool):
+        try:
+            return parse(raw, *plain)
         except records.BadLine as exc:
             if not raw.strip():
                 return None   # a blank line is not a row
             self._malformed(file, lineno, str(exc))
             return None
 
-    def _trial(self, facts: records.RowFacts, file: str, lineno: int) -> Optional[Trial]:
+    def _key(self, facts: records.RowFacts, file: str, lineno: int) -> Optional[TrialKey]:
         if not self.state.collector.started:
             self.state.collector.started = True    # a row proves the collector ran
         if facts.task is None or facts.rollout is None:
@@ -370,19 +813,12 @@ class Reducer:
             return None
         if facts.problem:
             self._malformed(file, lineno, facts.problem)
-        key = (facts.task, facts.rollout, facts.attempt)
-        trials = self.state.trials
-        t = trials.get(key)
+        return facts.task, facts.rollout
+
+    def _trial(self, key: TrialKey) -> Trial:
+        t = self.state.trials.get(key)
         if t is None:
-            expected = False
-            base = (facts.task, facts.rollout, None)
-            if facts.attempt is not None and base in trials and trials[base].status == T_PENDING:
-                expected = trials.pop(base).expected
-                self.changes.removed_trials.add(base)
-            t = Trial(facts.task, facts.rollout, facts.attempt, expected=expected)
-            trials[key] = t
-            if facts.attempt is not None:
-                self._attempts.setdefault(key[:2], []).append(key)
+            t = self.state.trials[key] = Trial(key[0], key[1])
         self.changes.trials.add(key)
         self.changes.run = True
         return t
@@ -405,3 +841,12 @@ def _last(pattern, text: str):
     for m in pattern.finditer(text):
         pass
     return m
+
+
+def _steady(s: Server, tracker: ServerTracker) -> bool:
+    """A server whose next lines change only its last line unless they hold a keyword of
+    core/logscan.py: running (not installing: install lines are not keyed), outside an error block
+    (whose continuation lines end it), not waiting on a venv lock, not right after uv's install
+    summary (whose package list is followed line by line)."""
+    return (s.state not in (PENDING, INSTALLING) and not tracker.in_block and not tracker.lock_wait
+            and (tracker.installed_at is None or tracker.after_install))

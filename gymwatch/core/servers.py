@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from . import gymlines as gl
 from .markers import find_marker
-from .model import EXITED, FAILED, INSTALLING, PENDING, READY, STARTING, Evidence, Server
+from .model import EXITED, FAILED, INSTALLING, K_UNKNOWN, PENDING, READY, STARTING, Evidence, RunState, Server
 
 MAX_KEPT_ERRORS = 20
+INSTALLED = "installed"     # the phase after uv's `Installed N packages`
 # Lines that continue an error block: indented traceback frames, uv's `cause:` lines, chained exceptions.
-_CONTINUATION = ("  ", "\t", "The above exception", "During handling of the above exception")
+_CHAINED = ("The above exception", "During handling of the above exception")
+_CONTINUATION = ("  ", "\t") + _CHAINED
 
 
 class ServerTracker:
     """Per-server reducer state that views do not need (error-block bookkeeping)."""
 
-    __slots__ = ("in_block", "block_start", "block_exception", "last_error_block", "guessed")
+    __slots__ = ("in_block", "block_start", "block_exception", "last_error_block", "guessed",
+                 "installed_at", "after_install", "lock_wait", "stopping", "before_block", "chained")
 
     def __init__(self) -> None:
         self.in_block = False
@@ -22,6 +25,17 @@ class ServerTracker:
         self.block_exception: Evidence | None = None
         self.last_error_block: tuple[Evidence, Evidence | None] | None = None
         self.guessed = False        # failed with no error block of its own read yet
+        self.installed_at: Evidence | None = None   # uv's `Installed N packages`
+        self.after_install = False  # a line other than uv's package list came after it
+        self.lock_wait = False      # its last word: waiting for a shared venv's setup lock (Gym 0.7)
+        self.stopping = False       # it said it is shutting down: tracebacks from here on are noise
+        self.before_block: tuple | None = None   # what the current error block changed, to undo it
+        self.chained = False        # the last line chains the next traceback to this one
+
+    @property
+    def ended_at_install(self) -> bool:
+        """Its output so far ends with uv's install summary and package list."""
+        return self.installed_at is not None and not self.after_install
 
 
 def set_state(server: Server, state: str, now: float | None, phase: str = "") -> None:
@@ -42,7 +56,7 @@ def _restart(server: Server, tracker: ServerTracker) -> None:
     server.ready_at = None
     server.silent_death = False
     server.reported_ready_by_gym = False
-    tracker.__init__()
+    tracker.__init__()  # type: ignore[misc]
 
 
 def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now: float | None) -> None:
@@ -54,15 +68,36 @@ def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
         return
     server.last_line = text
     server.last_line_at = ev
+    tracker.lock_wait = False
     if gl.VENV_RE.search(text):
         if _lived(server, tracker):
             _restart(server, tracker)
-        if server.kind == "unknown":
+        venv = gl.VENV_PATH_RE.search(text)
+        if venv:
+            server.venv = server.venv or venv.group(1)
+        if server.kind == K_UNKNOWN:
             server.kind = gl.server_kind(server.name, text)
         set_state(server, INSTALLING, now, "creating venv")
     else:
         _lifecycle(server, text, ev, now)
+    if tracker.installed_at is None or tracker.after_install:
+        if server.ready_evidence is None and server.phase.startswith(INSTALLED) and gl.INSTALLED_RE.search(text):
+            tracker.installed_at, tracker.after_install = ev, False
+    elif not gl.PACKAGE_LINE_RE.match(text):
+        tracker.after_install = True
     _errors(server, tracker, text, ev, now)
+
+
+def lock_phase(state: RunState, server: Server, venv: str | None) -> str:
+    """Gym 0.7 sets up a venv shared by several servers once, under a lock: the others wait."""
+    others = sorted(s.name for s in state.servers.values() if same_venv(s.venv, venv) and s is not server)
+    return f"waiting for {' / '.join(others)}'s venv setup" if others else "waiting for its venv's setup lock"
+
+
+def same_venv(a: str | None, b: str | None) -> bool:
+    """Gym prints a venv's path as configured in one line and resolved in another: compare the
+    last three parts (`<server type>/<name>/.venv`)."""
+    return a is not None and b is not None and a.rstrip("/").split("/")[-3:] == b.rstrip("/").split("/")[-3:]
 
 
 def _lived(server: Server, tracker: ServerTracker) -> bool:
@@ -77,7 +112,7 @@ def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> No
     """A line that is not a venv's creation. Install lines only count before the server
     starts (a served request may well print "Installed"), so they are not even searched for
     after: a long log is mostly a ready server's request lines."""
-    if server.state in (PENDING, INSTALLING) and _install_line(server, text, now):
+    if (server.state in (PENDING, INSTALLING) or server.phase.startswith(INSTALLED)) and _install_line(server, text, now):
         return
     m = gl.UVICORN_RE.search(text)
     if m:
@@ -101,6 +136,8 @@ def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> No
             set_state(server, FAILED, now, "failed")
         else:
             set_state(server, EXITED, now, "exited before ready")
+    elif server.state == PENDING:
+        set_state(server, STARTING, now, "starting")     # its own output: its process runs
 
 
 def _install_line(server: Server, text: str, now: float | None) -> bool:
@@ -111,9 +148,13 @@ def _install_line(server: Server, text: str, now: float | None) -> bool:
         return True
     m = gl.INSTALLED_RE.search(text)
     if m:
+        # uv is done (its package list follows): the server's own start comes next, and a
+        # Python server can take half a minute of imports before it prints anything
         server.packages = int(m.group(1))
-        set_state(server, INSTALLING, now, f"installed {server.packages} packages")
+        set_state(server, STARTING, now, f"{INSTALLED} {server.packages} packages; starting")
         return True
+    if server.phase.startswith(INSTALLED) and gl.PACKAGE_LINE_RE.match(text):
+        return True     # uv's list of what it installed
     m = gl.CHECKED_RE.search(text)
     if m:
         server.packages = server.packages or int(m.group(1))
@@ -126,14 +167,28 @@ def _install_line(server: Server, text: str, now: float | None) -> bool:
 
 
 def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now: float | None) -> None:
+    if tracker.stopping:
+        return      # tracebacks of a server that is shutting down say nothing about the run
+    if gl.STOPPING_RE.search(text):
+        tracker.stopping = True
+        tracker.in_block = False
+        return
     marker = find_marker(text)
+    if marker == "traceback" and tracker.in_block and not tracker.chained:
+        tracker.in_block = False          # a new traceback, not one chained to the last
+    tracker.chained = text.startswith(_CHAINED)
     if marker is None:
-        if tracker.in_block and not text.startswith(_CONTINUATION) and not gl.EXC_LINE_RE.match(text):
+        if tracker.in_block and gl.SHUTDOWN_EXC_RE.match(text.strip()):
+            _undo_block(server, tracker)      # a KeyboardInterrupt / CancelledError: shutdown noise
+        elif tracker.in_block and not text.startswith(_CONTINUATION) and not gl.EXC_LINE_RE.match(text):
             tracker.in_block = False
         elif tracker.in_block and gl.EXC_LINE_RE.match(text):
             tracker.block_exception = ev
-            tracker.last_error_block = (tracker.block_start, ev)
+            tracker.last_error_block = (tracker.block_start or ev, ev)
         return
+    if not tracker.in_block:
+        tracker.before_block = (server.error_count, len(server.errors), tracker.last_error_block,
+                                server.failure, server.failure_reason)
     server.error_count += 1
     if len(server.errors) < MAX_KEPT_ERRORS:
         server.errors.append(ev)
@@ -143,7 +198,7 @@ def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
         tracker.block_exception = None
     if gl.EXC_LINE_RE.match(text.strip()):
         tracker.block_exception = ev
-    tracker.last_error_block = (tracker.block_start, tracker.block_exception)
+    tracker.last_error_block = (tracker.block_start or ev, tracker.block_exception)
     # An error before the server is up explains why it is not up; also when Gym reported the
     # server dead before its own error lines were read (the files are tailed separately).
     if server.state != READY and server.ready_evidence is None and (server.state != FAILED or tracker.guessed):
@@ -155,6 +210,18 @@ def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
             set_state(server, FAILED, now, "venv build failed")
 
 
+def _undo_block(server: Server, tracker: ServerTracker) -> None:
+    """Forget an error block that turned out to be a shutdown's (it ends in KeyboardInterrupt,
+    CancelledError or SystemExit): it is not an error of the server."""
+    count, kept, block, failure, reason = tracker.before_block or (server.error_count, len(server.errors),
+                                                                   tracker.last_error_block, server.failure,
+                                                                   server.failure_reason)
+    server.error_count = count
+    del server.errors[kept:]
+    tracker.last_error_block, server.failure, server.failure_reason = block, failure, reason
+    tracker.in_block = False
+
+
 def _reason(tracker: ServerTracker) -> str:
     best = tracker.block_exception or tracker.block_start
     return _body(best) if best else ""
@@ -164,11 +231,14 @@ def _body(ev: Evidence) -> str:
     return gl.split_prefix(ev.text)[1].strip()
 
 
-def fail(server: Server, tracker: ServerTracker, now: float | None, why: str) -> None:
+def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, timed_out: bool = False) -> None:
     """Mark a server failed, pointing at the last error block of its own output.
 
     With no error text at all and output ending right after `Installed N packages`,
-    it is the silent death of GYM_REFERENCE §3 (pipefail + `grep -v` on a cold venv build).
+    it is the silent death of a cold venv build under `+nemo_gym_log_dir` (Gym 0.4-0.6: the
+    install pipeline's `grep -v` exits 1 under pipefail; docs/gym-formats.md). `timed_out`: the
+    server was still running when Gym's spin-up limit ran out, so `why` says what it was doing
+    and the evidence is its last line (or its last error).
     """
     if server.state == FAILED and server.failure is not None:
         return
@@ -176,14 +246,18 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str) ->
     tracker.guessed = block is None
     if block is not None:
         server.failure = block[0]
-        server.failure_reason = _body(block[1] or block[0])
-    elif server.last_line_at is not None and gl.INSTALLED_RE.search(server.last_line):
+        body = _body(block[1] or block[0])
+        server.failure_reason = f"{why}; its last error: {body}" if timed_out else body
+    elif not timed_out and tracker.ended_at_install:
         server.silent_death = True
-        server.failure = server.last_line_at
+        server.failure = tracker.installed_at
+        assert tracker.installed_at is not None   # ended_at_install says so
+        installed = _body(tracker.installed_at)
         server.failure_reason = (
-            f"died silently right after `{server.last_line.strip()}`: the Gym 0.4-0.5 pipefail bug with "
-            "+nemo_gym_log_dir on a cold venv build (the install pipeline's `grep -v` exits 1); "
-            "rerun without +nemo_gym_log_dir, or build the venvs once without it")
+            f"died without an error message right after its venv install (`{installed}`): a known Gym "
+            "0.4-0.6 bug (with +nemo_gym_log_dir set, the install step runs under pipefail and a "
+            "first-time venv build exits 1); rerun without +nemo_gym_log_dir, or build the venvs "
+            "once without it")
     else:
         server.failure = server.last_line_at
         server.failure_reason = why

@@ -6,29 +6,35 @@ every watchfiles event and on a periodic tick. Same path, same model.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
-from . import eolcount, procs
+from . import eolcount, inputkeys, procs
 from .config import read_info
 from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, find_streams
 from .model import RunState
 from .reducer import Changes, Reducer
 from .tail import Tailer, decode
-from .verdict import settle
+from .verdict import parent_ended
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
 READ_BUDGET = 8 << 20      # bytes of one file read per slice
 LIVE_SLICE = 1 << 20       # ... when a poll has a time budget (~0.1 s of a server log's lines)
 SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the run has
+ROWS_LOOK_EVERY = 0.2       # ... while the collector runs and no rollouts file is known
+KEYS_CHILD_MIN = 32 << 20    # bytes of materialized inputs worth a child process (its start: ~40 ms)
+STALE_SLACK = 2.0           # seconds a sidecar may predate the materialized inputs and still be this run's
 
 
 class RunSession:
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
-                 check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False):
+                 check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False,
+                 timed: bool = False):
         self.layout = layout
         self._explicit = explicit_file     # the user named a rollouts file: its layout is fixed
         self._logs_given = logs_given
@@ -36,8 +42,10 @@ class RunSession:
         self.check_processes = check_processes
         self._last_proc_check = 0.0
         self._last_shape_check = 0.0
+        self._last_rows_look = 0.0
+        self._looked_at_end = False   # looked for the rows file once the collector said it finished
         self._manifest_sig: tuple = ()
-        self._caught_up = False
+        self._caught_up = timed     # timed: reopened on a run already watched, its new lines are new now
         self._deadline: Optional[float] = None
         self.behind: dict[str, tuple[int, int]] = {}    # rel path -> (bytes read, size) left for later
         self._new_state()
@@ -83,20 +91,35 @@ class RunSession:
             self._new_state()
         elif reshape:
             self._refresh_info()
-        if self._poll_files(final):
+        if self._poll_files(final) or self._rows_appeared():
             self._new_state()
             self._poll_files(final)
             reset = True
         if reset:
             carry_times(old, self.state)
         self._caught_up = self._caught_up or not self.behind
-        self.state.reading = bool(self.behind)
         self._processes()
-        self.reducer.changes.trials |= settle(self.state, self.reducer.trackers, stamp)
-        self.state.now = self._now()
+        writes = [t.mtime for t in self.tailers.values() if t.mtime is not None]
+        self.reducer.file_activity(max(writes) if writes else None, time.time())
+        self.reducer.read_progress(bool(self.behind), self._now())
+        self.reducer.settle(stamp)
         changes = self.reducer.take_changes()
         changes.reset = reset
         return changes
+
+    def _rows_appeared(self) -> bool:
+        """The collector started (or finished) in what was just read, but the run's rollouts file
+        is not known yet: Gym has written it by now, so find it in this poll, not a second later
+        (a finished collection with its rows unread would look like one that recorded nothing)."""
+        c = self.state.collector
+        if self.layout.rollouts is not None or not c.started:
+            return False
+        now = time.monotonic()
+        ended = c.finished or self.state.aggregate_written
+        if now - self._last_rows_look < ROWS_LOOK_EVERY and not (ended and not self._looked_at_end):
+            return False
+        self._last_rows_look, self._looked_at_end = now, ended
+        return self._rediscover()
 
     def _rediscover(self) -> bool:
         """A live run grows into its final shape (sidecars, logs/, bundle files appear late):
@@ -121,8 +144,7 @@ class RunSession:
         sig = tuple(_stat_sig(d / ".hydra" / n) for d in lay.hydra_dirs for n in ("config.yaml", "overrides.yaml"))
         if sig != self._config_sig:
             self._config_sig = sig
-            self.state.info = read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest)
-            self.reducer.changes.run = True
+            self.reducer.run_info(read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest))
 
     def _poll_files(self, final: bool) -> bool:
         lay = self.layout
@@ -134,9 +156,9 @@ class RunSession:
         self.reducer.own_logs = set(logs)
         reset = False
         for name, path in logs.items():
-            reset |= self._read(path, final, lambda f, n, raw, name=name:
-                                self.reducer.server_log_line(name, f, n, decode(raw)),
-                                offset_key=name)
+            reset |= self._read(path, final, lambda f, first, block, name=name:
+                                self.reducer.server_log_block(name, f, first, block),
+                                offset_key=name, blocks=True)
         if lay.kind != "launched":
             dirs = {lay.root} | ({lay.rollouts.parent} if lay.rollouts is not None else set())
             for d in dirs:
@@ -146,16 +168,25 @@ class RunSession:
             reset |= self._read(stream.path, final, lambda f, n, raw, role=stream.role:
                                 self.reducer.stream_line(role, f, n, decode(raw)))
         if lay.rollouts is not None:
-            if not self.state.collector.started and lay.materialized.exists():
-                self.state.collector.started = True   # Gym writes it first, as collection begins
-                self.reducer.changes.run = True
-            reset |= self._read(lay.materialized, final, self.reducer.materialized_row)
-            reset |= self._read(lay.rollouts, final, self.reducer.rollout_row)
+            if not self.state.collector.started and lay.materialized is not None and lay.materialized.exists():
+                self.reducer.collection_began()
+            keys = self._keys_child(lay.materialized, final)   # big inputs: on the other core
+            if keys is None:
+                reset |= self._read(lay.materialized, final, self.reducer.materialized_rows, rows=True)
+            reset |= self._read(lay.rollouts, final, self.reducer.rollout_rows, rows=True)
+            if keys is not None and lay.materialized is not None:
+                reset |= self._keys_from(keys, lay.materialized, final)
             reset |= self._read(lay.failures, final, self.reducer.failure_row)
+            if self._from_this_run(lay.health_verdicts):
+                reset |= self._read(lay.health_verdicts, final, self.reducer.verdict_row)
             self._aggregate()
+            self._health_summary()
         return reset
 
-    def _read(self, path: Optional[Path], final: bool, feed, offset_key: str = "") -> bool:
+    def _read(self, path: Optional[Path], final: bool, feed, offset_key: str = "", blocks: bool = False,
+              rows: bool = False) -> bool:
+        """Feed the file's new lines: `feed(rel, lineno, raw)` a line; with `blocks`
+        `feed(rel, first lineno, block of whole lines)`; with `rows` `feed(rel, first lineno, lines)`."""
         if path is None:
             return False
         t = self.tailers.get(path)
@@ -166,21 +197,56 @@ class RunSession:
         deadline = self._deadline
         piece = READ_BUDGET if deadline is None else LIVE_SLICE
         while True:   # in slices, so a 300 MB rollouts file is never held whole
-            batch = t.read(final=final, max_bytes=piece)
+            before = t.lineno
+            batch = t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows)
             if batch.error:
                 self.reducer.file_error(rel, f"cannot read: {batch.error}")
             if batch.reset:
                 return True
-            for lineno, raw in batch.lines:
+            for lineno, raw in batch.blocks if blocks else batch.runs if rows else batch.lines:
                 feed(rel, lineno, raw)
-            if batch.lines:
+            if t.lineno > before:
                 files = self.reducer.changes.files
-                files[rel] = files.get(rel, 0) + len(batch.lines)
+                files[rel] = files.get(rel, 0) + t.lineno - before
             if not batch.more:
                 return False
             if deadline is not None and time.monotonic() >= deadline:
                 self.behind[rel] = (t.offset, _size(path))
                 return False
+
+    def _keys_child(self, path: Optional[Path], final: bool) -> Optional[inputkeys.KeysChild]:
+        """A child process reading a big materialized-inputs file's keys while this one reads the
+        rollouts: only for a one-shot read of the whole file (a report), with a second core."""
+        if not final or self._deadline is not None or path is None or procs.usable_cpus() < 2:
+            return None
+        t = self.tailers.get(path)
+        if t is not None and t.offset:
+            return None
+        if _size(path) < KEYS_CHILD_MIN:
+            return None
+        try:
+            return inputkeys.KeysChild(str(path), 0, 0, final)
+        except OSError:
+            return None
+
+    def _keys_from(self, child: inputkeys.KeysChild, path: Path, final: bool) -> bool:
+        """Apply the child's keys and move the file's tailer past them; if the child failed in
+        any way, read the file here."""
+        res = child.result()
+        if res is None:
+            return self._read(path, final, self.reducer.materialized_rows, rows=True)
+        keys, end, lines = res
+        t = self.tailers.get(path)
+        if t is None:
+            t = self.tailers[path] = self._tailer(path, "")
+            self._rels[path] = self.layout.rel(path)
+        rel = self._rels[path]
+        t.adopt(end, lines)
+        self.reducer.materialized_keys(rel, keys)
+        if lines:
+            files = self.reducer.changes.files
+            files[rel] = files.get(rel, 0) + lines
+        return False
 
     def _tailer(self, path: Path, offset_key: str) -> Tailer:
         offset = self.layout.log_offsets.get(offset_key, 0) if offset_key else 0
@@ -188,17 +254,50 @@ class RunSession:
             return Tailer(str(path))
         return Tailer(str(path), offset, _count_lines(path, offset))
 
+    def _from_this_run(self, path: Optional[Path]) -> bool:
+        """Gym 0.4-0.6 leave an earlier run's aggregate metrics beside reused rollouts, and no
+        version clears the health files: a file older than this run's materialized inputs (which
+        every collection writes first) is an earlier run's, and would make this one look finished."""
+        if path is None:
+            return False
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return False
+        try:
+            fresh = mtime >= self.layout.materialized.stat().st_mtime - STALE_SLACK  # type: ignore[union-attr]
+        except (OSError, AttributeError):
+            return True
+        if not fresh:
+            note = f"{self.layout.rel(path)} is older than this run's inputs (left by an earlier run): not read"
+            self.reducer.note(note)
+        return fresh
+
     def _aggregate(self) -> None:
         agg = self.layout.aggregate
-        if agg is None or self.state.aggregate_written:
+        if agg is None or self.state.aggregate_written or not self._from_this_run(agg):
             return
         try:
             with open(agg, "rb") as fh:
                 json.loads(fh.read())
         except (OSError, ValueError):
             return   # absent, or still being written
-        self.state.aggregate_written = True
-        self.reducer.changes.run = True
+        self.reducer.aggregate_done()
+
+    def _health_summary(self) -> None:
+        """Gym's quality_summary.json: read once it is whole (it is written in one go at the end)."""
+        path = self.layout.health_summary
+        if path is None or self.reducer.health_file_totals or not self._from_this_run(path):
+            return
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(8 << 20)
+        except OSError:
+            return
+        if not data.strip():
+            return
+        if data.rstrip().endswith(b"}") or self.state.aggregate_written:
+            self.reducer.health_summary(self.layout.rel(path), data)
 
     # --- processes ------------------------------------------------------------------
     def _processes(self) -> None:
@@ -219,11 +318,16 @@ class RunSession:
             live = procs.from_manifest(lay.manifest)
         else:
             live = procs.scan(procs.needles_for(lay.root, lay.rollouts, lay.logs_dir))
-        p, c = self.state.parent, self.state.collector
-        facts = (live.parent, live.collector, live.parent_exit, live.collector_exit)
-        if (p.alive, c.alive, p.exit_code, c.exit_code) != facts:
-            self.reducer.changes.run = True
-        p.alive, c.alive, p.exit_code, c.exit_code = facts
+        self.reducer.processes(live.parent, live.collector, live.parent_exit, live.collector_exit, checked=True)
+        self.reducer.orphans(self._orphans())
+
+    def _orphans(self) -> dict[str, int]:
+        """Servers still running on this machine after gym env start ended (Gym signals only their
+        shell wrappers; a server that ignores that keeps its port)."""
+        if not parent_ended(self.state):
+            return {}
+        return {s.name: s.pid for s in self.state.servers.values()
+                if s.pid and procs.server_process_alive(s.pid, s.venv)}
 
     def _reload_manifest(self) -> None:
         """The launcher updates its manifest (the eval process starts after readiness): follow it."""
@@ -241,7 +345,7 @@ class RunSession:
         self.layout.streams = fresh.streams
         for stream in fresh.streams:
             self._streams.setdefault(stream.path, stream)
-        self.state.info = read_info(self.layout.hydra_dirs, self.layout.bundle_meta, self.layout.manifest)
+        self.reducer.run_info(read_info(self.layout.hydra_dirs, self.layout.bundle_meta, self.layout.manifest))
 
     def apply_probe(self, instances: Optional[list] = None, answers: Optional[dict[str, bool]] = None) -> Changes:
         """Fold in what the head server said (`/server_instances`) and which servers answered `GET /`."""
@@ -249,7 +353,7 @@ class RunSession:
             self.reducer.server_instances(instances)
         for name, ok in (answers or {}).items():
             self.reducer.http_answer(name, ok)
-        self.reducer.changes.trials |= settle(self.state, self.reducer.trackers, self._now())
+        self.reducer.settle(self._now())
         return self.reducer.take_changes()
 
     def streams(self) -> list[Stream]:
@@ -276,6 +380,14 @@ def carry_times(old: RunState, new: RunState) -> None:
             s.ready_at = o.ready_at
         if o.state == s.state and o.state_since is not None and (s.state_since is None or o.state_since < s.state_since):
             s.state_since = o.state_since
+    _carry_earliest(old.parent, new.parent, "spinup_at")
+    _carry_earliest(old.parent.endpoints, new.parent.endpoints, "waiting_at")
+
+
+def _carry_earliest(old: object, new: object, attr: str) -> None:
+    o, n = getattr(old, attr), getattr(new, attr)
+    if o is not None and (n is None or o < n):
+        setattr(new, attr, o)
 
 
 def _stat_sig(path: Path) -> tuple:
@@ -311,5 +423,20 @@ def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True
     """Open a run and read everything there is now (the headless report's path)."""
     session = RunSession.open(path, logs, check_processes=check_processes)
     session.refresh_processes()
-    session.poll(final=not session.is_live())
+    with _bulk_load():
+        session.poll(final=not session.is_live())
     return session
+
+
+@contextmanager
+def _bulk_load() -> Iterator[None]:
+    """No cyclic garbage collection while a whole run is read: the model is ~5 objects a trial,
+    none in a cycle, and collections over a growing heap of them took up to a third of a big
+    report's read."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

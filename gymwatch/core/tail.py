@@ -24,12 +24,30 @@ class Batch:
     reset: bool = False          # file truncated or replaced: earlier lines no longer hold
     error: str = ""              # unreadable: permission, not a file, ...
     more: bool = False           # `max_bytes` stopped the read: call `read()` again for the rest
+    # read(blocks=True): the new lines as blocks instead, in order: (number of the first line, its
+    # lines, each ending with b"\n"). Line ends are the same as `lines`' (a block holds no \r).
+    blocks: list[tuple[int, bytes]] = field(default_factory=list)
+    # read(rows=True): the new lines as runs instead, in order: (number of the first line, the lines)
+    runs: list[tuple[int, list[bytes]]] = field(default_factory=list)
+
+
+def as_asked(batch: Batch, blocks: bool = False, rows: bool = False) -> Batch:
+    """A batch of `lines` in the form `Tailer.read(blocks=..., rows=...)` gives, for readers
+    that make lines some other way (numbered consecutively, none holding a \r)."""
+    if (blocks or rows) and batch.lines:
+        first = batch.lines[0][0]
+        if rows:
+            batch.runs = [(first, [raw for _, raw in batch.lines])]
+        else:
+            batch.blocks = [(first, b"".join(raw + b"\n" for _, raw in batch.lines))]
+        batch.lines = []
+    return batch
 
 
 class Tailer:
     """Tails one file by byte offset. `read()` returns complete lines added since last call."""
 
-    __slots__ = ("path", "offset", "lineno", "_partial", "_ident", "_skipping", "exists")
+    __slots__ = ("path", "offset", "lineno", "_partial", "_ident", "_skipping", "exists", "mtime", "_blocks", "_rows")
 
     def __init__(self, path: str, start_offset: int = 0, start_lineno: int = 0):
         self.path = path
@@ -39,6 +57,17 @@ class Tailer:
         self._ident: tuple[int, int] | None = None
         self._skipping = False
         self.exists = False
+        self.mtime: float | None = None    # the file's last write, as of the last read
+        self._blocks = self._rows = False
+
+    def adopt(self, offset: int, lineno: int) -> None:
+        """Another reader read the file up to `offset` (`lineno` whole lines): go on from there."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return
+        self._ident, self.exists, self.mtime = (st.st_dev, st.st_ino), True, st.st_mtime
+        self.offset, self.lineno, self._partial, self._skipping = offset, lineno, b"", False
 
     def _restart(self) -> None:
         self.offset = 0
@@ -46,13 +75,18 @@ class Tailer:
         self._partial = b""
         self._skipping = False
 
-    def read(self, final: bool = False, max_bytes: int | None = None) -> Batch:
+    def read(self, final: bool = False, max_bytes: int | None = None, blocks: bool = False,
+             rows: bool = False) -> Batch:
         """New complete lines. With `final`, a trailing partial line is returned too.
 
         `max_bytes` bounds how much is read in this call (at least one chunk), so a caller that
-        loops while `batch.more` holds only that much of a big file at a time.
+        loops while `batch.more` holds only that much of a big file at a time. `blocks`: the lines
+        come in `batch.blocks`, a few big byte strings instead of one object a line (the same
+        lines, numbered the same), for a reader that searches whole blocks (core/logscan.py).
+        `rows`: the lines come in `batch.runs`, lists of consecutive lines (no tuple a line).
         """
         batch = Batch()
+        self._blocks, self._rows = blocks, rows
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -73,6 +107,7 @@ class Tailer:
                 self._restart()
             self._ident = ident
             self.exists = True
+            self.mtime = st.st_mtime
             self._read_into(fd, st.st_size, batch, max_bytes)
         except OSError as exc:
             batch.error = exc.strerror or str(exc)
@@ -81,7 +116,10 @@ class Tailer:
         if final and self._partial and not batch.more:
             if self._partial.endswith(b"\r"):
                 self._partial = self._partial[:-1]
-            self._emit(b"", batch)
+            if blocks:
+                self._as_block(lambda b: self._emit(b"", b), batch)
+            else:
+                self._emit(b"", batch)
         return batch
 
     def _read_into(self, fd: int, size: int, batch: Batch, max_bytes: int | None = None) -> None:
@@ -98,6 +136,35 @@ class Tailer:
             self._split(data, batch)
 
     def _split(self, data: bytes, batch: Batch) -> None:
+        if self._blocks:
+            self._split_block(data, batch)
+        else:
+            self._split_lines(data, batch)
+
+    def _split_block(self, data: bytes, batch: Batch) -> None:
+        """Whole lines as one block, copied once; data with a \r (or a giant line) is split
+        line by line as always and packed back into a block."""
+        partial = self._partial
+        cut = data.rfind(b"\n") + 1
+        if self._skipping or b"\r" in data or partial.endswith(b"\r") or len(partial) + cut > MAX_LINE:
+            self._as_block(lambda b: self._split_lines(data, b), batch)
+            return
+        if cut:
+            block = partial + data[:cut] if partial else data[:cut]
+            batch.blocks.append((self.lineno + 1, block))
+            self.lineno += block.count(b"\n")
+            self._partial = b""
+            self._hold(data[cut:])
+        else:
+            self._hold(data)
+
+    def _as_block(self, split, batch: Batch) -> None:
+        lines = Batch()
+        split(lines)
+        if lines.lines:
+            batch.blocks.append((lines.lines[0][0], b"\n".join(raw for _, raw in lines.lines) + b"\n"))
+
+    def _split_lines(self, data: bytes, batch: Batch) -> None:
         # Universal newlines (\n, \r\n, lone \r), as Python's text mode counts them (and so do
         # the fixtures' truth files): tqdm's \r-redrawn bars become separate lines.
         if self._partial.endswith(b"\r"):
@@ -122,11 +189,16 @@ class Tailer:
             rest = tail.pop()
             pieces += tail
         if pieces:
-            self._emit(pieces[0], batch)
-            n = self.lineno
-            if len(pieces) > 1:
-                batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:]))
-                self.lineno = n + len(pieces) - 1
+            if self._rows:
+                pieces[0] = self._take(pieces[0])
+                batch.runs.append((self.lineno, pieces))
+                self.lineno += len(pieces) - 1
+            else:
+                self._emit(pieces[0], batch)
+                n = self.lineno
+                if len(pieces) > 1:
+                    batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:]))
+                    self.lineno = n + len(pieces) - 1
         self._hold(rest)
 
     def _split_slow(self, data: bytes, batch: Batch) -> None:
@@ -140,6 +212,14 @@ class Tailer:
         self._hold(data[start:])
 
     def _emit(self, piece: bytes, batch: Batch) -> None:
+        line = self._take(piece)
+        if self._rows:
+            batch.runs.append((self.lineno, [line]))
+        else:
+            batch.lines.append((self.lineno, line))
+
+    def _take(self, piece: bytes) -> bytes:
+        """The next line: what is held, completed by `piece`."""
         if self._skipping:
             piece = self._partial              # the cut head of a giant line
         elif self._partial:
@@ -147,7 +227,7 @@ class Tailer:
         self._partial = b""
         self._skipping = False
         self.lineno += 1
-        batch.lines.append((self.lineno, piece[:MAX_LINE]))
+        return piece[:MAX_LINE]
 
     def _hold(self, rest: bytes) -> None:
         if self._skipping:

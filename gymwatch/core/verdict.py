@@ -1,8 +1,6 @@
-"""Conclusions drawn from the whole state: server failures Gym reported, missing trials, the verdict.
-
-`settle()` is idempotent: it runs after every poll, so the live screen and the
-report reach the same conclusions from the same state.
-"""
+"""Conclusions drawn from the whole state: the verdict, with its reason and evidence. Read-only:
+what a finished or dead run means for its servers and trials is written by the reducer
+(`Reducer.settle`), which uses the predicates here."""
 
 from __future__ import annotations
 
@@ -10,12 +8,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import attribution
+from . import gymlines as gl
 from .model import (
-    FAILED, READY, EXITED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, TRIAL_STATUSES,
-    V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED, Evidence, RunState,
+    FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
+    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, Evidence, RunState, Server,
 )
-from .servers import fail, set_state
 
 EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT = 0, 1, 2, 3
 
@@ -29,40 +26,14 @@ class Verdict:
     exit_code: int = EXIT_OK
 
 
-def settle(state: RunState, trackers: dict, now: Optional[float] = None) -> set:
-    """Apply what Gym's parent and the processes say about servers, and mark missing trials.
-    Returns the keys of the trials whose status it changed (views redraw those)."""
-    p = state.parent
-    env = state.servers.get(state.info.environment)
-    if env is not None and env.kind == "unknown":
-        env.kind = "resources"
-    if p.died_server and p.died_server in state.servers:
-        s = state.servers[p.died_server]
-        fail(s, trackers[s.name], now, f"Gym: {p.died.text.strip() if p.died else 'process died'}")
-    if p.timeout is not None:
-        for s in state.servers.values():
-            if not s.became_ready and s.state != FAILED:
-                fail(s, trackers[s.name], now, f"not ready when Gym gave up: {p.timeout.text.strip()}")
-    if parent_gave_up(state):
-        for s in state.servers.values():
-            if s.became_ready or s.state == FAILED:
-                continue
-            if s.failure is not None or s.last_line.strip().startswith("Installed "):
-                fail(s, trackers[s.name], now, "died during startup")
-    if p.finished is not None:
-        for s in state.servers.values():
-            if s.state == READY:
-                set_state(s, EXITED, now, "stopped by Gym")
-    ended = collector_ended(state)
-    moved = set()
-    for t in state.trials.values():
-        if t.status == T_PENDING and ended and t.expected:
-            t.status = T_MISSING
-            moved.add(t.key)
-        elif t.status == T_MISSING and not ended:
-            t.status = T_PENDING
-            moved.add(t.key)
-    return moved
+def timed_out_reason(state: RunState, s: Server) -> str:
+    """A server Gym's spin-up limit ran out on: the limit, and what the server was doing."""
+    m = gl.TIMEOUT_RE.search(state.parent.timeout.text) if state.parent.timeout else None
+    limit = f"Gym's {m.group(1)}s spin-up limit" if m else "Gym's spin-up limit"
+    doing = s.phase if s.phase and s.phase not in ("failed", "ready") else (
+        "starting" if s.last_line else "silent: no output of its own")
+    last = f"; its last line: {s.last_line.strip()[:120]}" if s.last_line.strip() else ""
+    return f"not ready within {limit}; it was {doing}{last}"
 
 
 def parent_gave_up(state: RunState) -> bool:
@@ -72,7 +43,8 @@ def parent_gave_up(state: RunState) -> bool:
 
 def parent_ended(state: RunState) -> bool:
     p = state.parent
-    return bool(p.finished or p.died or p.timeout or p.traceback or (p.started and p.alive is False))
+    gone = p.alive is False or (p.alive is None and state.activity.quiet)
+    return bool(p.finished or p.died or p.timeout or p.traceback or (p.started and gone))
 
 
 def collector_ended(state: RunState) -> bool:
@@ -87,7 +59,7 @@ def collector_ended(state: RunState) -> bool:
         return False
     if c.alive is False:
         return True
-    return c.alive is None and c.error is not None
+    return c.alive is None and (c.error is not None or state.activity.quiet)
 
 
 def counts(state: RunState) -> dict[str, int]:
@@ -109,14 +81,18 @@ def verdict(state: RunState) -> Verdict:
     if records and c[T_NEVER_RAN] == records and state.unattributed_records == 0 and collector_ended(state):
         return _no_agent_ran(state)
     if not state.collector.started and records == 0:
+        if state.parent.endpoints.gave_up is not None:
+            return _endpoints_failed(state)
+        if state.parent.head_failed is not None and state.parent.all_ready is None:
+            return _head_failed(state)
         if parent_gave_up(state) or any(s.state == FAILED for s in state.servers.values()):
             return _startup_failed(state)
         if state.parent.all_ready and parent_ended(state):
             return Verdict(V_INCOMPLETE, "every server was ready, but gym env start ended before any "
                            "collection ran", state.parent.finished or state.parent.last_line, [], EXIT_TRIALS)
-        return Verdict(V_STARTING, _starting_reason(state), state.parent.wait_line or state.parent.all_ready)
+        return Verdict(V_STARTING, _starting_reason(state) + _live_basis(state), starting_evidence(state))
     if not collector_ended(state):
-        return Verdict(V_COLLECTING, f"{records} of {_total(state)} trials recorded", None)
+        return Verdict(V_COLLECTING, f"{records} of {_total(state)} trials recorded{_live_basis(state)}", None)
     c_ = state.collector
     if not c_.finished and not state.aggregate_written:
         if c_.traceback is not None:
@@ -125,6 +101,10 @@ def verdict(state: RunState) -> Verdict:
     missing = c[T_MISSING]
     if missing:
         return _incomplete(state)
+    if records == 0:
+        # A collection that ended without one row (nor a list of inputs) measured nothing.
+        return Verdict(V_INCOMPLETE, "the collection ended but no rollouts were found: nothing was recorded",
+                       c_.last_line or c_.error, [], EXIT_TRIALS)
     if c[T_NEVER_RAN]:
         first = _first(state, T_NEVER_RAN)
         v = Verdict(V_SOME_NEVER_RAN, f"{c[T_NEVER_RAN]} of {records} trials never ran: the model was "
@@ -134,9 +114,36 @@ def verdict(state: RunState) -> Verdict:
         if cause:
             v.related.append(cause)
         return v
-    code = EXIT_TRIALS if c[T_FAILED] else EXIT_OK
-    reason = f"{c[T_COMPLETED]} trials completed" + (f", {c[T_FAILED]} failed" if c[T_FAILED] else "")
-    return Verdict(V_OK, reason, None, exit_code=code)
+    if c[T_FAILED]:
+        return _some_failed(state, c)
+    return Verdict(V_OK, f"{c[T_COMPLETED]} trials completed", None, exit_code=EXIT_OK)
+
+
+def _live_basis(state: RunState) -> str:
+    """Why a run whose processes are not seen still counts as live: its files still change."""
+    a = state.activity
+    if a.processes_seen or a.quiet_for is None or state.parent.alive is not None:
+        return ""
+    seen = "no gym process visible on this machine; " if a.processes_checked else ""
+    return f" ({seen}live by its files)"
+
+
+def quiet_words(state: RunState) -> str:
+    """Why a run without an end line counts as ended: its files went quiet."""
+    a = state.activity
+    if not a.quiet:
+        return ""
+    seen = " and no gym process visible on this machine" if a.processes_checked else ""
+    return f"no output for {_ago(a.quiet_for)}{seen}"
+
+
+def _ago(seconds: Optional[float]) -> str:
+    s = int(seconds or 0)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h" if s < 2 * 86400 else f"{s // 86400} days"
 
 
 def _exit_words(code: Optional[int]) -> str:
@@ -157,39 +164,141 @@ def _first(state: RunState, status: str):
 
 def _starting_reason(state: RunState) -> str:
     p = state.parent
+    e = p.endpoints
+    if p.all_ready and e.pending:
+        limit = f" of Gym's {e.limit:.0f}s limit" if e.limit else ""
+        took = f" ({e.elapsed:.0f}s{limit} so far)" if e.elapsed is not None else (f" (limit {e.limit:.0f}s)" if e.limit else "")
+        return (f"all {len(state.servers)} servers ready; Gym is waiting for the model endpoint(s) to answer: "
+                f"{', '.join(e.urls) or '?'}{took}")
     if p.all_ready:
         return f"all {len(state.servers)} servers ready; no collection started yet"
-    waiting = [s.name for s in state.servers.values() if not s.became_ready] or p.pending
+    if p.head_down_count >= 2 and p.head_down is not None:   # 30 s and more: Gym has not even started waiting
+        status = gl.HEAD_DOWN_RE.search(p.head_down.text)
+        return (f"Gym cannot reach its own head server (status {status.group(1) if status else '?'}, "
+                f"{p.head_down_count} checks); it waits for it before any server counts as ready")
+    waiting = still_waiting(state)
     if waiting:
         return f"waiting for {', '.join(waiting)}"
+    if state.servers:
+        return (f"all {len(state.servers)} servers are up by their own output; Gym has not said so yet "
+                "(it checks every few seconds)")
     return "servers starting"
 
 
+def still_waiting(state: RunState) -> list[str]:
+    """The servers not up yet: Gym's last list of the ones it waits for, less those whose own
+    output shows them up since (Gym prints its list every 30 s); else every server not up."""
+    servers = state.servers
+    pending = state.parent.pending
+    if pending:
+        return [n for n in pending if n not in servers or not servers[n].became_ready]
+    return [s.name for s in servers.values() if not s.became_ready and s.state != FAILED]
+
+
+def starting_evidence(state: RunState) -> Optional[Evidence]:
+    """The line that says where a start stands now: Gym's endpoint wait, its `All N / N servers
+    ready`, else its last list of the servers it waits for."""
+    p = state.parent
+    if p.all_ready is not None:
+        return (p.endpoints.waiting if p.endpoints.pending else None) or p.all_ready
+    return p.wait_line
+
+
 def _no_agent_ran(state: RunState) -> Verdict:
-    ev = attribution.agent_log_evidence(state)
+    """The evidence is what shows it: the agent's own failure or an error it printed while
+    serving /run, else the rows themselves (empty output, zero usage) beside its /run lines."""
     first = _first(state, T_NEVER_RAN)
-    related = [first.evidence] if first and first.evidence else []
+    row = attribution.never_ran_row(first) if first else None
+    cause = attribution.never_ran_cause(state, first)
+    agent = attribution.agent_server(state, first.agent if first else "")
+    own_error = agent is not None and cause is not None and (cause is agent.failure or cause in agent.errors)
+    ev, related = (cause, [row]) if own_error else (row, [cause])
     return Verdict(V_NO_AGENT_RAN, "no agent ran: every trial shows the model was never called; the "
                    "environment most likely failed to start its agent - read the agent server's log",
-                   ev or (first.evidence if first else None), related, EXIT_RUN)
+                   ev, [e for e in related if e is not None], EXIT_RUN)
 
 
 def _startup_failed(state: RunState) -> Verdict:
     failed = [s for s in state.servers.values() if s.state == FAILED]
     p = state.parent
+    if p.timeout is not None and failed:
+        m = gl.TIMEOUT_RE.search(p.timeout.text)
+        limit = f"{m.group(1)}s " if m else ""
+        names = [s.name for s in failed]
+        first = failed[0]
+        doing = "; ".join(f"{s.name}: {s.failure_reason.split('; it was ', 1)[-1]}" for s in failed[:3])
+        return Verdict(V_STARTUP_FAILED, f"Gym's {limit}spin-up limit ran out waiting for {', '.join(names)} "
+                       f"({doing})", first.failure or p.timeout, [p.timeout], EXIT_RUN)
     if failed:
         first = next((s for s in failed if s.name == p.died_server), failed[0])
         related = [e for e in (p.died, p.timeout) if e]
         return Verdict(V_STARTUP_FAILED, f"server {first.name} failed: {first.failure_reason}",
                        first.failure or p.died or p.timeout, related, EXIT_RUN)
-    ev = p.timeout or p.error or p.traceback or p.finished or p.last_line
+    waiting = still_waiting(state)
+    quiet = quiet_words(state) if p.alive is None and not (p.finished or p.died or p.timeout or p.traceback) else ""
+    # Ended by silence: Gym's own last line says nothing (often its head server's banner); the
+    # line to read is where the first server it still waited for stopped.
+    stuck = next((state.servers[n].last_line_at for n in waiting
+                  if n in state.servers and state.servers[n].last_line_at is not None), None) if quiet else None
+    ev = p.timeout or p.error or p.traceback or p.finished or stuck or p.wait_line or p.last_line
     why = "gym env start ended before all servers were ready"
-    if p.pending:
-        why += f" (still waiting for {', '.join(p.pending)})"
+    if quiet:
+        why += f" ({quiet})"
+    if waiting:
+        why += f" (still waiting for {', '.join(waiting)})"
     if ev is p.error and p.error is not None:
         why += f": {p.error.text.strip()}"
     related = [p.traceback] if p.traceback is not None and ev is not p.traceback else []
+    if stuck is not None and p.wait_line is not None:
+        related.append(p.wait_line)
     return Verdict(V_STARTUP_FAILED, why, ev, related, EXIT_RUN)
+
+
+def _head_failed(state: RunState) -> Verdict:
+    """Gym's own head server could not bind its port. Gym does not notice: it polls the port,
+    printing `Head server is not up yet`, and never starts waiting for the servers. Shown at once:
+    the run cannot recover."""
+    p = state.parent
+    assert p.head_failed is not None   # the caller checked
+    port = gl.BIND_PORT_RE.search(p.head_failed.text)
+    where = f"port {port.group(1)}" if port else "its port"
+    text = p.head_failed.text.strip()
+    error = text[text.find("[Errno"):] if "[Errno" in text else text
+    if parent_ended(state):
+        why = f"gym env start ended: its head server could not bind {where}: {error}"
+    else:
+        why = (f"Gym's head server could not bind {where} and Gym waits for it forever: stop the run, then "
+               f"free that port or pick another ++head_server.port ({error})")
+    related = [e for e in (p.head_down, p.traceback) if e is not None]
+    return Verdict(V_STARTUP_FAILED, why, p.head_failed, related, EXIT_RUN)
+
+
+def _endpoints_failed(state: RunState) -> Verdict:
+    """Gym 0.5+ gave up on the model endpoints after every server was ready."""
+    e = state.parent.endpoints
+    urls = ", ".join(e.urls) or "the configured model endpoint"
+    limit = f" within {e.limit:.0f}s" if e.limit else ""
+    why = (f"Gym gave up: model endpoint {urls} never answered{limit}, although every server was ready; "
+           "the inference server was not running there, or the URL in the config is wrong")
+    related = [x for x in (e.waiting, *e.unresolved) if x is not None]
+    return Verdict(V_STARTUP_FAILED, why, e.gave_up, related, EXIT_RUN)
+
+
+def _some_failed(state: RunState, c: dict[str, int]) -> Verdict:
+    """The collection finished, but some trials have a failure (a sidecar row, or a collector line
+    that named them) instead of a rollout."""
+    failed = [t for t in state.trials.values() if t.status == T_FAILED]
+    first = _first(state, T_FAILED)
+    kinds = sorted({t.failure_class for t in failed if t.failure_class})
+    kinds += sorted({f"HTTP {t.http_status}" for t in failed if t.http_status})
+    what = f" ({', '.join(kinds)})" if kinds else ""
+    cause = attribution.trial_cause(state, first) if first else None
+    own = [e for e in ((first.named_at, first.evidence) if first else ()) if e is not None]
+    why = f"{c[T_FAILED]} of {c[T_FAILED] + c[T_COMPLETED]} trials failed{what}; {c[T_COMPLETED]} completed"
+    if cause is not None and cause not in own:
+        why += f"; the first failure traces to {cause.file}"
+    return Verdict(V_SOME_FAILED, why, cause or (own[0] if own else None),
+                   [e for e in dict.fromkeys(own) if e is not cause], EXIT_TRIALS)
 
 
 def _aborted(state: RunState) -> Verdict:
@@ -202,7 +311,9 @@ def _aborted(state: RunState) -> Verdict:
 def _incomplete(state: RunState) -> Verdict:
     c = state.collector
     n = sum(1 for t in state.trials.values() if t.status == T_MISSING)
-    why = (f"the collector ended without `Finished rollout collection!`{_exit_words(c.exit_code)}; "
+    quiet = quiet_words(state) if c.alive is None and c.error is None else ""
+    ended = f" ({quiet})" if quiet else _exit_words(c.exit_code)
+    why = (f"the collector ended without `Finished rollout collection!`{ended}; "
            f"{n} trials missing" if not c.finished else f"collection finished but {n} expected trials have no row")
     related = [e for e in (attribution.agent_log_evidence(state),) if e]
     return Verdict(V_INCOMPLETE, why, c.last_line or c.error, related, EXIT_TRIALS)

@@ -1,0 +1,125 @@
+"""A server's log read in blocks: find the few lines that can change what gymwatch knows.
+
+Most of a running server's log is request and worker lines that change nothing but the server's
+last line. Reading them one by one through every pattern cost ~6 us a line (11 MB/s: a 1 GB log
+took a minute and a half). Instead, while a server is in a steady state (running, not inside an
+error block, not installing), one search of a compiled pattern over the whole block finds the next
+line that holds any keyword that can change its state; everything before it is skipped in C, line
+ends counted once (`bytes.count`), and only that line takes the line-by-line path.
+
+The pattern is RE2's (google-re2): a DFA over ~40 literals scans ~0.5 GB/s whatever their number.
+Python's `re` tries the alternation at every position (~60 MB/s for these literals), and one
+`bytes.find` per literal costs a pass of the block each.
+
+A literal must be in every line a pattern of the line-by-line path can act on in that state:
+`tests/test_logscan.py` generates matches of each such pattern and checks it (as it does for the
+failure markers' keywords), and that a log read in blocks gives the same model as read by lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import re2
+
+from .gymlines import split_prefix
+from .markers import MARKER_KEYWORDS
+from .tail import decode
+
+# Lines a steady server's line-by-line path acts on, by the pattern that acts (core/servers.py,
+# core/reducer.py): each of those patterns' matches holds one of its literals here.
+STEADY_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "VENV_RE": ("Using CPython ", "Creating virtual environment", "Using Python "),
+    "UVICORN_RE": ("Uvicorn running on ",),
+    "STARTING_RE": ("Connecting to Ray cluster", "Connected to Ray cluster", "Adding a uvicorn logging filter",
+                    "Started server process", "Waiting for application startup", "Application startup complete"),
+    "SHUTDOWN_RE": ("Application shutdown complete", "Finished server process"),
+    "STOPPING_RE": ("Shutting down", "Waiting for application shutdown", "Application shutdown complete",
+                    "Finished server process"),
+    "CHAINED": ("The above exception", "During handling of the above exception"),
+    "VENV_LOCK_RE": ("Waiting for virtual environment setup",),
+    "GYM_PACKAGE_RE": ("nemo-gym==",),
+}
+ACCESS_KEYWORD = 'HTTP/1.1" '          # the first access-log line is a sign of the Gym version
+RUN_ACCESS_KEYWORD = '"POST /run HTTP/'   # an agent's first /run (RUN_ACCESS_RE)
+_BASE = tuple(dict.fromkeys(MARKER_KEYWORDS + tuple(k for ks in STEADY_KEYWORDS.values() for k in ks)))
+
+_OPTIONS = re2.Options()
+_OPTIONS.max_mem = 64 << 20     # room for the DFA: with less, RE2 falls back to a slower engine
+_patterns: dict[tuple[str, bool, bool], "re2._Regexp"] = {}
+
+# A line that may start with a timestamp (after an optional `(server) ` prefix); core/stamps.py
+# decides whether it does.
+_STAMPED = re2.compile(rb"(?m)^(?:\([A-Za-z_][\w.\-/]*\) ?)?\[?(?:19|20|21)\d\d-", _OPTIONS)
+_STAMPED_AT = re.compile(rb"(?:\([A-Za-z_][\w.\-/]*\) ?)?\[?(?:19|20|21)\d\d-")    # the same, at a line start
+STAMP_LOOKBACK = 64         # lines looked at back from a region's end for its last stamped line
+
+
+def pattern(server: str, access: bool, first_run: bool):
+    """The search for the next line that matters in `server`'s log while it is steady: a keyword,
+    or a line starting with `(` but not with `(<server>)` (the line-by-line path may give such a
+    line to another server). `access`: the run's first access line is still to be seen;
+    `first_run`: this server's first /run access line is."""
+    key = (server, access, first_run)
+    pat = _patterns.get(key)
+    if pat is None:
+        if len(_patterns) > 256:
+            _patterns.clear()
+        words = _BASE + ((ACCESS_KEYWORD,) if access else ()) + ((RUN_ACCESS_KEYWORD,) if first_run else ())
+        alts = [re.escape(w.encode()) for w in words] + [b"(?m:^\\(" + _not_prefix(f"{server})".encode()) + b")"]
+        pat = _patterns[key] = re2.compile(b"|".join(alts), _OPTIONS)
+    return pat
+
+
+def _not_prefix(word: bytes) -> bytes:
+    """A pattern for any text (or a line end) that does not start with `word`: RE2 has no
+    lookahead, so `[^w]|w[^o]|wo[^r]|...`."""
+    alts = [re.escape(word[:i]) + b"(?:[^" + re.escape(word[i:i + 1]) + b"]|$)" for i in range(len(word))]
+    return b"(?:" + b"|".join(alts) + b")"
+
+
+def line_start(block: bytes, pos: int, lo: int = 0) -> int:
+    return block.rfind(b"\n", lo, pos) + 1 or lo
+
+
+def foreign(block: bytes, at: int, server: str) -> bool:
+    """The line at `at` starts with `(` but not with `(<server>)`: it may be another server's."""
+    return block.startswith(b"(", at) and not block.startswith(f"({server})".encode(), at)
+
+
+def has_text(block: bytes, at: int) -> bool:
+    """The line at `at` holds more than whitespace after its `(server) ` prefix (as on_line sees it)."""
+    return bool(split_prefix(decode(block[at:block.index(b"\n", at)]))[1].strip())
+
+
+def last_text_line(block: bytes, lo: int, hi: int) -> Optional[int]:
+    """Where the last line of block[lo:hi] holding more than whitespace after its `(server) `
+    prefix starts (None: none does). The lines there are whole, each ending with a newline."""
+    end = hi
+    while end > lo:
+        start = line_start(block, end - 1, lo)
+        if has_text(block, start):
+            return start
+        end = start
+    return None
+
+
+def stamped_lines(block: bytes, lo: int, hi: int) -> tuple[Optional[int], Optional[int]]:
+    """Starts of the first and the last lines of block[lo:hi] that may start with a timestamp:
+    the first by one search, the last by looking at line starts back from the end."""
+    m = _STAMPED.search(block, lo, hi)
+    if m is None:
+        return None, None
+    first, end = m.start(), hi
+    for _ in range(STAMP_LOOKBACK):
+        if end <= first:
+            return first, first
+        start = line_start(block, end - 1, first)
+        if _STAMPED_AT.match(block, start):
+            return first, start
+        end = start
+    last = first           # a long unstamped end: the stamps before it, in one pass
+    for m in _STAMPED.finditer(block, first, end):
+        last = m.start()
+    return first, last
