@@ -25,10 +25,14 @@ def _report(args: argparse.Namespace) -> int:
     from .report import iter_json, malformed_summary, render
 
     session = read_run(args.path, args.logs, check_processes=not args.no_process_check)
-    if args.format == "json":
+    if args.format in ("json", "junit"):
         v = verdict(session.state)
         code = v.exit_code
-        for piece in iter_json(session.state, v):
+        if args.format == "junit":
+            from .junit import iter_junit as pieces
+        else:
+            pieces = iter_json
+        for piece in pieces(session.state, v):
             sys.stdout.write(piece)
     else:
         text, code = render(session.state, args.format)
@@ -64,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="print the verdict, servers and trials of a run (no screen)",
                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     rep.add_argument("path", help="a run dir, a rollouts .jsonl, an evaluator bundle or a gymwatch run dir")
-    rep.add_argument("--format", choices=("text", "json", "md"), default="text")
+    rep.add_argument("--format", choices=("text", "json", "md", "junit"), default="text",
+                     help="junit: one testcase per trial, for CI test reports")
     rep.add_argument("--logs", help="per-server log dir (+nemo_gym_log_dir) when not <run>/logs")
     rep.add_argument("--no-process-check", action="store_true",
                      help="do not look for live gym processes (treat the run as ended)")
@@ -75,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--logs", help="per-server log dir when not <run>/logs")
     att.add_argument("--poll", action="store_true", help="poll files instead of inotify (network filesystems)")
     att.add_argument("--head", help="Gym head server URL to probe, e.g. http://127.0.0.1:11000")
+    att.add_argument("--no-notify", action="store_true",
+                     help="no bell or desktop notification when the run changes stage (servers ready, "
+                          "startup failed, first never-ran trial, collection aborted, finished)")
     att.add_argument("--on-quit", choices=("ask", "stop", "leave"), default="ask",
                      help="for a run gymwatch launched and still running: what closing the screen does "
                           "(default: ask; other runs are never touched)")
@@ -92,14 +100,10 @@ EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 def _load_extras() -> None:
     import importlib
 
-    for mod in ("gymwatch.launch.cli", "gymwatch.replay", "gymwatch.browse.cli"):
-        try:
-            m = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("gymwatch"):
-                continue
-            raise
-        if hasattr(m, "register") and m.register not in EXTRA_COMMANDS:
+    for mod in ("gymwatch.launch.cli", "gymwatch.replay", "gymwatch.browse.cli", "gymwatch.serve",
+                "gymwatch.diff"):
+        m = importlib.import_module(mod)
+        if m.register not in EXTRA_COMMANDS:
             EXTRA_COMMANDS.append(m.register)
 
 
@@ -122,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`gymwatch report RUN | head`): stop quietly, as a shell tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
     except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with --debug
         if args.debug or os.environ.get("GYMWATCH_DEBUG"):
             raise

@@ -7,9 +7,11 @@ from typing import Any, Iterator, Optional
 from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
-from .core import attribution
+from .core import attempts, attribution, gymversion, health
 from .core.model import (
-    FAILED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, Evidence, RunState, Server, Trial,
+    FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
+    V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, EndpointWait,
+    Evidence, GymHealth, RunState, Server, Trial,
 )
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
@@ -30,37 +32,70 @@ def time_to_ready(s: Server) -> Optional[float]:
 
 def server_json(s: Server) -> dict:
     return {
-        "name": s.name, "kind": s.kind, "state": s.state, "phase": s.phase,
+        "name": s.name, "kind": s.kind, "state": s.state, "phase": s.phase, "venv": s.venv,
         "became_ready": s.became_ready, "reported_ready_by_gym": s.reported_ready_by_gym,
         "time_to_ready": time_to_ready(s), "host": s.host, "port": s.port, "url": s.url, "pid": s.pid,
         "packages": s.packages, "last_line": s.last_line, "error_count": s.error_count,
         "failure_reason": s.failure_reason or None, "silent_death": s.silent_death,
         "evidence": _ev(s.failure or s.ready_evidence or s.last_line_at),
         "ready_evidence": _ev(s.ready_evidence), "errors": [e.to_json() for e in s.errors],
-        "http_ok": s.http_ok, "process": s.process,
+        "http_ok": s.http_ok, "process": s.process, "orphaned": s.orphaned,
     }
 
 
-def trial_json(state: RunState, t: Trial) -> dict:
-    cause = attribution.trial_cause(state, t)
+def trial_json(state: RunState, t: Trial, memo: attribution.Memo = None) -> dict:
+    """One trial in the JSON report. `memo`: a dict kept over the trials of one report."""
+    cause = attribution.trial_cause(state, t, memo)
+    gym = state.health.get(t.key)
     return {
         "task_index": t.task_index, "rollout_index": t.rollout_index, "attempt_index": t.attempt_index,
         "status": t.status, "reward": t.reward, "withheld_reward": t.withheld_reward,
         "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
-        "failure_class": t.failure_class or None, "message": t.message or None, "agent": t.agent or None,
+        "failure_class": t.failure_class or None, "message": t.message or None, "http_status": t.http_status,
+        "agent": t.agent or None,
         # a missing trial has no row: the line that ended its collector stands in
         "evidence": _ev(t.evidence or (cause if t.status == T_MISSING else None)),
+        "named_at": _ev(t.named_at) if t.named_at is not t.evidence else None,
         "cause": _ev(cause),
+        # every line that explains a problem trial, in reading order (empty for the others)
+        "cause_chain": [e.to_json() for e in attribution.cause_chain(state, t, memo)] if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING) else [],
+        "attempts": [a.to_json() for a in attempts.attempts(t)],
+        "gym_health": gym_health_json(t, gym),
     }
 
 
+def gym_health_json(t: Trial, gym: Optional[GymHealth]) -> Optional[dict]:
+    if gym is None:
+        return None
+    return {"verdict": gym.verdict, "checks": list(gym.checks), "detail": gym.detail or None,
+            "evidence": _ev(gym.evidence), "disagrees": health.disagreement(t.status, gym) or None}
+
+
+def endpoints_json(e: EndpointWait) -> Optional[dict]:
+    if e.waiting is None and e.gave_up is None:
+        return None
+    return {"urls": e.urls, "limit": e.limit, "elapsed": e.elapsed, "waiting": _ev(e.waiting),
+            "answered": _ev(e.answered), "gave_up": _ev(e.gave_up), "unresolved": [x.to_json() for x in e.unresolved]}
+
+
+def health_totals_json(state: RunState) -> Optional[dict]:
+    h = state.health_totals
+    if h is None:
+        return None
+    disagree = sum(1 for t in state.trials.values() if health.disagreement(t.status, state.health.get(t.key)))
+    return {"checked": h.checked, "healthy": h.healthy, "unhealthy": h.unhealthy, "unobserved": h.unobserved,
+            "evidence": _ev(h.evidence), "disagreements": disagree}
+
+
 def sorted_trials(state: RunState) -> list[Trial]:
-    return sorted(state.trials.values(), key=lambda t: (t.task_index, t.rollout_index, t.attempt_index or -1))
+    trials = state.trials
+    return [trials[k] for k in sorted(trials)]      # keys are (task, rollout): sorted in C
 
 
 def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -> dict[str, Any]:
     v = v or verdict(state)
     c, p, info = state.collector, state.parent, state.info
+    version, basis = gymversion.version(state)
     return {
         "gymwatch_version": __version__, "root": state.root, "kind": state.kind,
         "verdict": v.name, "reason": v.reason, "evidence": _ev(v.evidence),
@@ -70,28 +105,37 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
         "info": {"environment": info.environment or None, "agent": info.agent or None,
                  "model": info.model or None, "num_repeats": info.num_repeats,
                  "concurrency": info.concurrency, "commands": info.commands, "run_id": info.run_id or None,
-                 "gym_version": info.gym_version or None, "settings": info.settings},
+                 "gym_version": version or None, "gym_version_basis": basis, "settings": info.settings},
         "parent": {"started": p.started, "alive": p.alive, "exit_code": p.exit_code, "pending": p.pending,
                    "all_ready": _ev(p.all_ready), "died": _ev(p.died), "timeout": _ev(p.timeout),
+                   "spinup_limit": gymversion.spinup_limit(state), "spinup_started": _ev(p.spinup),
+                   "model_endpoints": endpoints_json(p.endpoints),
                    "traceback": _ev(p.traceback), "error": _ev(p.error), "head_url": p.head_url},
         "collector": {"started": c.started, "finished": c.finished, "alive": c.alive, "exit_code": c.exit_code,
                       "progress": list(c.progress) if c.progress else None,
                       "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line)},
         "aggregate_metrics_written": state.aggregate_written,
+        "gym_health": health_totals_json(state),
         "servers": [server_json(s) for s in state.servers.values()],
         "trials": [trial_json(state, t) for t in sorted_trials(state)] if trials else [],
         "malformed": {"count": state.malformed_count,
                       "lines": [{"file": m.file, "line": m.line, "reason": m.reason} for m in state.malformed]},
         "unattributed_records": state.unattributed_records,
+        "notes": state.notes,
     }
 
 
 # --- text -------------------------------------------------------------------------------
 HEADLINES = {
-    "ok": "OK", "some_never_ran": "SOME TRIALS NEVER RAN", "no_agent_ran": "NO AGENT RAN",
-    "collection_aborted": "COLLECTION ABORTED", "startup_failed": "STARTUP FAILED",
-    "incomplete": "INCOMPLETE", "starting": "STARTING", "collecting": "COLLECTING",
+    V_OK: "OK", V_SOME_FAILED: "SOME TRIALS FAILED", V_SOME_NEVER_RAN: "SOME TRIALS NEVER RAN", V_NO_AGENT_RAN: "NO AGENT RAN",
+    V_COLLECTION_ABORTED: "COLLECTION ABORTED", V_STARTUP_FAILED: "STARTUP FAILED",
+    V_INCOMPLETE: "INCOMPLETE", V_STARTING: "STARTING", V_COLLECTING: "COLLECTING",
 }
+
+
+def _cut(text: str, limit: int) -> str:
+    """A log line shortened for a one-line listing, saying so (`…`); the file:line has it whole."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _fmt_reward(x: Optional[float]) -> str:
@@ -102,7 +146,7 @@ def _line(e: Optional[Evidence]) -> str:
     if e is None:
         return ""
     text = clean(e.text.strip())
-    return f"{e.where()}" + (f"  {text[:160]}" if text else "")
+    return f"{e.where()}" + (f"  {_cut(text, 160)}" if text else "")
 
 
 def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
@@ -119,6 +163,8 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
         out.append(f"  see {_line(v.evidence)}")
     for e in v.related[:6]:
         out.append(f"  also {_line(e)}")
+    for note in state.notes:
+        out.append(f"  note: {clean(note)}")
     out.append("")
     out.extend(_servers_text(state))
     out.append("")
@@ -162,9 +208,10 @@ def _servers_text(state: RunState) -> list[str]:
         extra = f" in {ttr:.1f}s" if ttr is not None else ""
         port = f" :{s.port}" if s.port else ""
         errs = f", {s.error_count} error line(s)" if s.error_count else ""
-        out.append(f"  {s.name:<{width}}  {s.state:<10} {s.kind}{port}{extra}{errs}")
+        phase = f" ({clean(s.phase)})" if s.phase and s.state in (PENDING, INSTALLING, STARTING) else ""
+        out.append(f"  {s.name:<{width}}  {s.state:<10} {s.kind}{port}{extra}{errs}{phase}")
         if s.state == FAILED:
-            out.append(f"  {'':<{width}}  why: {clean(s.failure_reason)[:200]}")
+            out.append(f"  {'':<{width}}  why: {clean(s.failure_reason)}")
             if s.failure:
                 out.append(f"  {'':<{width}}  see {_line(s.failure)}")
     return out
@@ -176,14 +223,14 @@ def _trials_text(state: RunState) -> list[str]:
     parts = ", ".join(f"{c[k]} {k.replace('_', '-')}" for k in TRIAL_STATUSES if c[k])
     mr = mean_reward(state)
     out = [f"trials: {total}" + (f" ({parts})" if parts else "") +
-           (f"; mean reward {mr:.3f} over {c['completed']} completed" if mr is not None else "")]
+           (f"; mean reward {mr:.3f} over {c[T_COMPLETED]} completed" if mr is not None else "")]
     problems = [t for t in sorted_trials(state) if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING)]
     for t in problems[:SHOW_TRIALS]:
         key = f"task {t.task_index} rollout {t.rollout_index}" + (
             f" attempt {t.attempt_index}" if t.attempt_index is not None else "")
         what = t.status.replace("_", "-")
         if t.status == T_FAILED:
-            what += f" ({clean(t.failure_class)}{': ' + clean(t.message)[:80] if t.message else ''})"
+            what += f" ({clean(t.failure_class)}{': ' + _cut(clean(t.message), 80) if t.message else ''})"
         if t.status == T_NEVER_RAN and t.withheld_reward is not None:
             what += f" (recorded reward {t.withheld_reward} withheld)"
         ev = t.evidence or attribution.trial_cause(state, t)
@@ -197,9 +244,9 @@ def to_markdown(state: RunState, v: Optional[Verdict] = None) -> str:
     v = v or verdict(state)
     md = [f"# gymwatch report: {HEADLINES.get(v.name, v.name)}", "", f"**{_md(v.reason)}**", ""]
     if v.evidence:
-        md.append(f"- evidence: `{v.evidence.where()}` {_md(v.evidence.text.strip()[:160])}")
+        md.append(f"- evidence: `{v.evidence.where()}` {_md(_cut(v.evidence.text.strip(), 160))}")
     for e in v.related[:6]:
-        md.append(f"- related: `{e.where()}` {_md(e.text.strip()[:160])}")
+        md.append(f"- related: `{e.where()}` {_md(_cut(e.text.strip(), 160))}")
     md += ["", "| server | kind | state | port | errors | evidence |", "|---|---|---|---|---|---|"]
     for s in state.servers.values():
         ev = s.failure or s.ready_evidence
@@ -230,10 +277,48 @@ def iter_json(state: RunState, v: Optional[Verdict] = None) -> Iterator[str]:
     text = to_json_bytes(head, indent=2).decode()
     yield text[: text.rindex("}")].rstrip() + ',\n  "trials": ['
     trials = sorted_trials(state)
+    plain, memo = _PlainTrials(state), {}
     for i in range(0, len(trials), JSON_CHUNK):
-        rows = (to_json_bytes(trial_json(state, t)).decode() for t in trials[i:i + JSON_CHUNK])
+        rows = (plain.json(t) or to_json_bytes(trial_json(state, t, memo)).decode() for t in trials[i:i + JSON_CHUNK])
         yield ("," if i else "") + "\n    " + ",\n    ".join(rows)
     yield "\n  ]\n}\n"
+
+
+class _PlainTrials:
+    """`trial_json` of a completed trial with one attempt and nothing else to say (most of a big
+    run), written from a template: the same text as the encoder makes of `trial_json`'s dict
+    (values encoded by it, and cached: a run has few distinct rewards, agents and files), at a
+    fraction of the cost. tests/test_report_json.py compares the two."""
+
+    TEMPLATE = ('{"task_index":%d,"rollout_index":%d,"attempt_index":%s,"status":"completed","reward":%s,'
+                '"withheld_reward":null,"input_tokens":%s,"output_tokens":%s,"failure_class":null,"message":null,'
+                '"http_status":null,"agent":%s,"evidence":{"file":%s,"line":%d,"text":%s},"named_at":null,'
+                '"cause":null,"cause_chain":[],"attempts":[],"gym_health":null}')
+
+    def __init__(self, state: RunState):
+        self.health = state.health
+        self._floats: dict = {}
+        self._strs: dict = {}
+
+    def _float(self, v: Optional[float]) -> str:
+        return _encoded(self._floats, v)
+
+    def _str(self, v: Optional[str]) -> str:
+        return _encoded(self._strs, v)
+
+    def json(self, t: Trial) -> Optional[str]:
+        ev = t.evidence
+        if (t.status != T_COMPLETED or ev is None or t.earlier is not None or t.line is not None
+                or t.named_at is not None or t.failure_class or t.message or t.http_status is not None
+                or t.withheld_reward is not None or ev.note or (self.health and t.key in self.health)):
+            return None
+        inp, out, att, reward = t.input_tokens, t.output_tokens, t.attempt_index, t.reward
+        if type(reward) is not float and reward is not None:
+            return None
+        return self.TEMPLATE % (
+            t.task_index, t.rollout_index, "null" if att is None else att, self._float(reward),
+            "null" if inp is None else inp, "null" if out is None else out, self._str(t.agent or None),
+            self._str(ev.file), ev.line, self._str(ev.text))
 
 
 def render(state: RunState, fmt: str) -> tuple[str, int]:
@@ -243,3 +328,13 @@ def render(state: RunState, fmt: str) -> tuple[str, int]:
     if fmt == "md":
         return to_markdown(state, v), v.exit_code
     return to_text(state, v), v.exit_code
+
+
+def _encoded(cache: dict, v: Any) -> str:
+    """The encoder's text of a value a report repeats (rewards, agents, file names), kept."""
+    out = cache.get(v)
+    if out is None:
+        if len(cache) > 4096:
+            cache.clear()
+        out = cache[v] = to_json_bytes(v).decode()
+    return out

@@ -1,0 +1,240 @@
+"""`gymwatch diff A B`: what changed between two runs. No Textual here (the browser's compare
+screen shows the same `compare()` result).
+
+Both runs are read as `gymwatch report` reads them (core.session.read_run: the same model and
+verdict), so runs of different Gym versions compare: a trial is (task_index, rollout_index),
+whatever wrote it. The comparison lists
+
+- every trial whose status or reward differs (a trial a run does not have is null there), and
+  whether it got worse: completed in A and failed / never ran / missing / absent in B, or a lower
+  reward in B;
+- per task, the mean reward (over completed trials, as the report's) and the status counts in each;
+- per server, its time to ready in each (null when the run's lines carry no time: a recorded run
+  read after the fact) and its state;
+- the two verdicts.
+
+Exit codes: 0 no trial got worse, 1 some did, 3 a side is unreadable (one line naming its path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Optional
+
+from . import __version__
+from .core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, RunState, Trial
+from .core.sanitize import clean
+from .core.verdict import EXIT_INPUT, EXIT_OK, EXIT_TRIALS, counts, mean_reward, verdict
+
+WORSE_STATUSES = (T_FAILED, T_NEVER_RAN, T_MISSING, None)     # None: the trial is not in that run
+
+
+class Unreadable(Exception):
+    """A side of the comparison cannot be read: the message names its path."""
+
+
+def load(path: str, check_processes: bool = True) -> RunState:
+    from .core.layout import NotARun
+    from .core.session import read_run
+
+    try:
+        return read_run(path, check_processes=check_processes).state
+    except NotARun as exc:
+        raise Unreadable(str(exc) if path in str(exc) else f"cannot read {path}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - one line naming the path, never a traceback
+        raise Unreadable(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
+
+
+def change(a: Optional[Trial], b: Optional[Trial]) -> str:
+    """'worse', 'better' or 'changed' (status or reward differ otherwise); '' when the same."""
+    sa, sb = (a.status if a else None), (b.status if b else None)
+    ra, rb = (a.reward if a else None), (b.reward if b else None)
+    if sa == sb and ra == rb:
+        return ""
+    if sa == T_COMPLETED and sb in WORSE_STATUSES:
+        return "worse"
+    if sb == T_COMPLETED and sa in WORSE_STATUSES:
+        return "better"
+    if ra is not None and rb is not None and sa == sb == T_COMPLETED:
+        return "worse" if rb < ra else "better"
+    return "changed"
+
+
+def _side(state: RunState) -> dict[str, Any]:
+    from .core import gymversion
+
+    v = verdict(state)
+    version, _ = gymversion.version(state)
+    return {"path": state.root, "verdict": v.name, "reason": v.reason, "exit_code": v.exit_code,
+            "counts": counts(state), "mean_reward": mean_reward(state), "gym_version": version or None,
+            "environment": state.info.environment or None, "agent": state.info.agent or None}
+
+
+def _task_stats(trials: list[Trial]) -> dict[str, Any]:
+    out: dict[str, Any] = dict.fromkeys(TRIAL_STATUSES, 0)
+    for t in trials:
+        out[t.status] += 1
+    rewards = [t.reward for t in trials if t.status == T_COMPLETED and t.reward is not None]
+    out["mean_reward"] = sum(rewards) / len(rewards) if rewards else None
+    out["trials"] = len(trials)
+    return out
+
+
+def _time_to_ready(state: RunState, name: str) -> Optional[float]:
+    from .report import time_to_ready
+
+    s = state.servers.get(name)
+    return time_to_ready(s) if s is not None else None
+
+
+def compare(a: RunState, b: RunState) -> dict[str, Any]:
+    keys = sorted(set(a.trials) | set(b.trials))
+    trials = []
+    for k in keys:
+        ta, tb = a.trials.get(k), b.trials.get(k)
+        what = change(ta, tb)
+        if what:
+            trials.append({
+                "task_index": k[0], "rollout_index": k[1],
+                "a_status": ta.status if ta else None, "b_status": tb.status if tb else None,
+                "a_reward": ta.reward if ta else None, "b_reward": tb.reward if tb else None,
+                "change": what})
+    tasks = []
+    for task in sorted({k[0] for k in keys}):
+        ga = [t for k, t in a.trials.items() if k[0] == task]
+        gb = [t for k, t in b.trials.items() if k[0] == task]
+        tasks.append({"task_index": task, "a": _task_stats(ga), "b": _task_stats(gb)})
+    servers = []
+    for name in sorted(set(a.servers) | set(b.servers)):
+        sa, sb = a.servers.get(name), b.servers.get(name)
+        servers.append({"name": name, "a_time_to_ready": _time_to_ready(a, name),
+                        "b_time_to_ready": _time_to_ready(b, name),
+                        "a_state": sa.state if sa else None, "b_state": sb.state if sb else None})
+    worse = sum(1 for t in trials if t["change"] == "worse")
+    return {"gymwatch_version": __version__, "a": _side(a), "b": _side(b), "trials": trials,
+            "tasks": tasks, "servers": servers, "worse": worse,
+            "better": sum(1 for t in trials if t["change"] == "better"),
+            "exit_code": EXIT_TRIALS if worse else EXIT_OK}
+
+
+# --- rendering -------------------------------------------------------------------------
+def reward(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def status(x: Optional[str]) -> str:
+    return "absent" if x is None else x
+
+
+def seconds(x: Optional[float]) -> str:
+    return "?" if x is None else f"{x:.1f}s"
+
+
+def counts_text(c: dict[str, Any]) -> str:
+    return f"{c[T_COMPLETED]} ok, {c[T_FAILED]} failed, {c[T_NEVER_RAN]} never ran, {c[T_MISSING]} missing"
+
+
+def to_text(d: dict[str, Any]) -> str:
+    out = []
+    for side in ("a", "b"):
+        s = d[side]
+        out.append(f"{side.upper()}: {clean(s['path'])}  (Gym {s['gym_version'] or '?'})")
+        out.append(f"   verdict {s['verdict']}: {clean(s['reason'])}")
+        out.append(f"   {counts_text(s['counts'])}; mean reward {reward(s['mean_reward'])}")
+    out.append("")
+    n = len(d["trials"])
+    out.append(f"trials that changed: {n}" + (f" ({d['worse']} worse, {d['better']} better)" if n else ""))
+    for t in d["trials"]:
+        out.append(f"  task {t['task_index']:>4} rollout {t['rollout_index']:>3}:  "
+                   f"{status(t['a_status'])} {reward(t['a_reward'])}  ->  {status(t['b_status'])} "
+                   f"{reward(t['b_reward'])}" + ("   WORSE" if t["change"] == "worse" else ""))
+    out.append("")
+    out.append("tasks (A -> B):")
+    for t in d["tasks"]:
+        a, b = t["a"], t["b"]
+        mark = "" if (a["mean_reward"], counts_key(a)) == (b["mean_reward"], counts_key(b)) else "  *"
+        out.append(f"  task {t['task_index']:>4}: mean {reward(a['mean_reward'])} -> {reward(b['mean_reward'])};"
+                   f"  {short_counts(a)} -> {short_counts(b)}{mark}")
+    out.append("")
+    out.append("servers, time to ready (A -> B):")
+    for s in d["servers"]:
+        out.append(f"  {clean(s['name']):<28} {seconds(s['a_time_to_ready'])} ({status(s['a_state'])}) -> "
+                   f"{seconds(s['b_time_to_ready'])} ({status(s['b_state'])})")
+    out.append("")
+    out.append(f"verdicts: {d['a']['verdict']} -> {d['b']['verdict']}")
+    out.append("no trial got worse" if not d["worse"] else f"{d['worse']} trial(s) got worse")
+    return "\n".join(out) + "\n"
+
+
+def counts_key(c: dict[str, Any]) -> tuple:
+    return tuple(c[s] for s in TRIAL_STATUSES)
+
+
+def short_counts(c: dict[str, Any]) -> str:
+    return f"{c[T_COMPLETED]}/{c[T_FAILED]}/{c[T_NEVER_RAN]}/{c[T_MISSING]}"
+
+
+def _md(text: str) -> str:
+    return clean(text).replace("|", "\\|")
+
+
+def to_markdown(d: dict[str, Any]) -> str:
+    out = ["# gymwatch diff", "", "| | run | Gym | verdict | ok / failed / never ran / missing | mean reward |",
+           "|---|---|---|---|---|---|"]
+    for side in ("a", "b"):
+        s = d[side]
+        out.append(f"| {side.upper()} | `{_md(s['path'])}` | {s['gym_version'] or '?'} | **{s['verdict']}** | "
+                   f"{short_counts(s['counts'])} | {reward(s['mean_reward'])} |")
+    out += ["", f"## Trials that changed ({len(d['trials'])}; {d['worse']} worse)", ""]
+    if d["trials"]:
+        out += ["| task | rollout | A status | A reward | B status | B reward | |", "|---|---|---|---|---|---|---|"]
+        for t in d["trials"]:
+            out.append(f"| {t['task_index']} | {t['rollout_index']} | {status(t['a_status'])} | {reward(t['a_reward'])} "
+                       f"| {status(t['b_status'])} | {reward(t['b_reward'])} | {'**worse**' if t['change'] == 'worse' else t['change']} |")
+    out += ["", "## Tasks", "", "| task | A mean | B mean | A ok/failed/never/missing | B ok/failed/never/missing |",
+            "|---|---|---|---|---|"]
+    for t in d["tasks"]:
+        out.append(f"| {t['task_index']} | {reward(t['a']['mean_reward'])} | {reward(t['b']['mean_reward'])} "
+                   f"| {short_counts(t['a'])} | {short_counts(t['b'])} |")
+    out += ["", "## Servers", "", "| server | A time to ready | B time to ready | A state | B state |",
+            "|---|---|---|---|---|"]
+    for s in d["servers"]:
+        out.append(f"| {_md(s['name'])} | {seconds(s['a_time_to_ready'])} | {seconds(s['b_time_to_ready'])} "
+                   f"| {status(s['a_state'])} | {status(s['b_state'])} |")
+    return "\n".join(out) + "\n"
+
+
+def render(d: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(d, indent=2) + "\n"
+    if fmt == "md":
+        return to_markdown(d)
+    return to_text(d)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff", help="what changed between two runs (trials, tasks, servers, verdicts)",
+                       description="Compare run A with run B: trials whose status or reward changed, per-task "
+                       "mean reward and counts, servers' time to ready, the two verdicts. Exit 0: no trial got "
+                       "worse; 1: some did (completed -> failed / never ran / missing, or a lower reward); "
+                       "3: a run is unreadable.")
+    p.add_argument("a", metavar="A", help="the earlier (reference) run")
+    p.add_argument("b", metavar="B", help="the run to compare with it")
+    p.add_argument("--format", choices=("text", "json", "md"), default="text")
+    p.add_argument("--no-process-check", action="store_true",
+                   help="do not look for live gym processes (treat both runs as ended)")
+    p.set_defaults(func=_diff)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    try:
+        a = load(args.a, not args.no_process_check)
+        b = load(args.b, not args.no_process_check)
+    except Unreadable as exc:
+        print(f"gymwatch: diff: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_INPUT
+    d = compare(a, b)
+    sys.stdout.write(render(d, args.format))
+    return d["exit_code"]
