@@ -13,23 +13,26 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
-from textual.widgets import Footer
+from textual.containers import Container
+from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
 from ..core.layout import discover
-from ..core.model import FAILED
+from ..core.model import FAILED, V_COLLECTING, V_STARTING
 from ..core.reducer import Changes
 from ..core.verdict import verdict
 from . import head as headprobe
-from .board import ReadinessBoard
+from .board import BoardPane, ReadinessBoard
 from .commands import GymwatchCommands
 from .helpscreen import HelpScreen
+from .layout import ResponsiveLayout
 from .live import LiveRun
 from .logpane import LogPane
 from .navigate import EvidenceNav
+from .notify import StageNotifier
 from .summary import Summary, reason_text, summary_text
 from .trials import TrialsTable
 from .watch import ChangeSource, describe, watchfiles_source
@@ -37,27 +40,39 @@ from .watch import ChangeSource, describe, watchfiles_source
 HEAD_EVERY = 5.0
 
 
-class GymwatchApp(EvidenceNav, App):
-    """Bindings carry ids (gymwatch.*) so App.set_keymap can remap them."""
+class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
+    """Bindings carry ids (gymwatch.*) so App.set_keymap (and the keymap file) can remap them.
+    The footer shows few of these: the focused pane's own keys are what matter there."""
     CSS_PATH = "app.tcss"
     TITLE = "gymwatch"
     COMMANDS = App.COMMANDS | {GymwatchCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="gymwatch.quit"),
-        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark", "help", "Help", key_display="?", id="gymwatch.help"),
-        Binding("right_square_bracket", "next_failure", "Next failure", key_display="]", id="gymwatch.next_failure"),
-        Binding("left_square_bracket", "prev_failure", "Prev failure", key_display="[", id="gymwatch.prev_failure"),
-        Binding("exclamation_mark", "verdict_evidence", "Evidence", key_display="!", id="gymwatch.evidence"),
-        Binding("slash", "find", "Find", key_display="/", id="gymwatch.find"),
-        Binding("f", "toggle_follow", "Follow", id="gymwatch.follow"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="gymwatch.quit-anywhere"),
+        Binding("question_mark", "help", "Help", id="gymwatch.help"),
+        Binding("ctrl+c", "help_quit", "Say how to quit", show=False, id="gymwatch.ctrl-c"),
+        Binding("ctrl+p", "command_palette", "palette", show=False, priority=True,
+                id="gymwatch.palette"),
+        Binding("z", "toggle_maximize", "Maximize", id="gymwatch.maximize"),
+        Binding("escape", "restore", "Restore the maximized pane", show=False, id="gymwatch.restore"),
+        Binding("w", "toggle_wrap", "Wrap log lines", show=False, id="gymwatch.wrap"),
+        Binding("right_square_bracket", "next_failure", "Next failure", id="gymwatch.next_failure"),
+        Binding("left_square_bracket", "prev_failure", "Prev failure", show=False, id="gymwatch.prev_failure"),
+        Binding("exclamation_mark", "verdict_evidence", "Evidence", id="gymwatch.evidence"),
+        Binding("slash", "find", "Find in the log", show=False, id="gymwatch.find"),
+        Binding("f", "toggle_follow", "Follow the log", show=False, id="gymwatch.follow"),
         Binding("e", "errors_only", "Errors", show=False, id="gymwatch.errors"),
         Binding("m", "all_logs", "All logs", show=False, id="gymwatch.all_logs"),
+        Binding("right_curly_bracket", "next_cause", "Next cause line", show=False,
+                id="gymwatch.next_cause"),
+        Binding("left_curly_bracket", "prev_cause", "Prev cause line", show=False,
+                id="gymwatch.prev_cause"),
     ]
 
     def __init__(self, run: LiveRun | str, logs: Optional[str] = None, *,
                  change_source: Optional[ChangeSource] = None, clock: Callable[[], float] = time.time,
-                 head: Optional[str] = None, tick: float = 1.0, animations: bool = True) -> None:
+                 head: Optional[str] = None, tick: float = 1.0, animations: bool = True,
+                 notify: bool = True) -> None:
         super().__init__()
         self.clock = clock
         self.live = run if isinstance(run, LiveRun) else LiveRun(run, logs, clock=clock)
@@ -67,26 +82,29 @@ class GymwatchApp(EvidenceNav, App):
         self._watched: list[Path] = []
         self.watch_mode = ""
         self._fail_idx = -1
+        self._cause_of, self._cause_idx = None, -1     # the trial whose cause chain `}`/`{` step through
         self.head_error = ""
         self.polls = 0                # refresh_run calls (tests wait on it)
         self._last_verdict: Optional[str] = None
-        self._started = False
+        self._first_log_queued = False
         self._follow_board = False    # board highlights open logs (once the first log is chosen)
         self._catch_up_pending = False
+        self.notifier = StageNotifier(self, enabled=notify)   # bell + desktop notification per stage
         if not animations:
             self.animation_level = "none"
 
     def compose(self) -> ComposeResult:
         yield Summary(id="summary")
-        yield ReadinessBoard(id="board")
-        with Horizontal(id="main"):
+        yield BoardPane(id="board-pane")       # the board, and the selected server whole under it
+        with Container(id="main"):      # side by side, or stacked when narrow (app.tcss)
             yield TrialsTable(id="trials")
             yield LogPane(id="log-pane")
         yield Footer()
 
     @property
     def started(self) -> bool:
-        """The first poll is shown and the log pane has its first file (tests wait for this)."""
+        """Has the screen started: the first poll is shown and the log pane has its first file
+        (tests wait for this). As in the model, `started` is a yes or no; times are `*_at`."""
         return self._follow_board
 
     def on_mount(self) -> None:
@@ -96,6 +114,7 @@ class GymwatchApp(EvidenceNav, App):
         self.pane = self.query_one(LogPane)
         self.summary = self.query_one(Summary)
         self.sub_title = str(self.live.root)
+        self.layout_mount()
         changes = self.live.poll()
         changes.reset = True
         self.apply(changes)
@@ -129,44 +148,46 @@ class GymwatchApp(EvidenceNav, App):
         self.refresh_run()
 
     def apply(self, changes: Changes) -> None:
-        st, now = self.live.state, self.clock()
+        state, now = self.live.state, self.clock()
         with self.batch_update():
             if changes.reset:
-                self.board.rebuild(st, now)
-                self.trials.rebuild(st)
-            elif st is not None:
-                self.board.update(st, changes.servers, now)
+                self.board.rebuild(state, now)
+                self.trials.rebuild(state)
+            elif state is not None:
+                self.board.update(state, changes.servers, now)
                 if changes.trials or changes.removed_trials:
-                    self.trials.update(st, changes.trials, changes.removed_trials)
+                    self.trials.update(state, changes.trials, changes.removed_trials)
             self._summary()
             if changes.files:
                 self.pane.files_changed(changes.files)
-            if st is not None and not self._started:
-                self._started = True
+            if state is not None and not self._first_log_queued:
+                self._first_log_queued = True
                 self.call_after_refresh(self._first_log)   # after the tables' own first highlight
             elif self._follow_board and not self.pane.rel and changes.files:
                 name = self.board.server_at_cursor()   # its server had no output when chosen
                 if name:
                     self.open_server_log(name)
+        self.call_after_refresh(self.fit_panes)        # the summary's and the board's heights may have moved
 
     def _summary(self) -> None:
-        st = self.live.state
-        v = verdict(st) if st is not None else None
+        state = self.live.state
+        v = verdict(state) if state is not None else None
         self._verdict_changed(v)
-        live = v is not None and v.name in ("starting", "collecting")
-        elapsed = self.clock() - self.live.started() if live else None
-        rate, eta = self.live.rate_eta() if v is not None and v.name == "collecting" else (None, None)
+        self.notifier.observe(state, v)
+        live = v is not None and v.name in (V_STARTING, V_COLLECTING)
+        elapsed = self.clock() - self.live.started_at() if live else None
+        rate, eta = self.live.rate_eta() if v is not None and v.name == V_COLLECTING else (None, None)
         polling = "polling" if self.watch_mode == "polling" else ""
         mode = " · ".join(x for x in ("replay" if self.live.replay else "", polling, self.head_error,
                                       self.live.catching_up()) if x)
-        line1 = summary_text(self.live.root.name, st, v, elapsed, self.live.done_total(), rate, eta)
-        self.summary.show(line1, reason_text(st, v, self.live.waiting, mode))
+        line1 = summary_text(self.live.root.name, state, v, elapsed, self.live.done_total(), rate, eta)
+        self.summary.show(line1, reason_text(state, v, self.live.waiting, mode))
 
     def _verdict_changed(self, v) -> None:
         """A live run that turns bad says so once (the summary line stays)."""
         name = v.name if v is not None else None
         before, self._last_verdict = self._last_verdict, name
-        if before in ("starting", "collecting") and name != before and v.exit_code:
+        if before in (V_STARTING, V_COLLECTING) and name != before and v.exit_code:
             self.notify(f"{name.replace('_', ' ')}: press ! to see the evidence", severity="error",
                         timeout=8, markup=False)
 
@@ -174,10 +195,10 @@ class GymwatchApp(EvidenceNav, App):
         if not self.is_running:
             return
         self._follow_board = True
-        st = self.live.state
-        v = verdict(st)
+        state = self.live.state
+        v = verdict(state)
         if v.exit_code and v.evidence is not None:
-            failed = [s.name for s in st.servers.values() if s.state == FAILED]
+            failed = [s.name for s in state.servers.values() if s.state == FAILED]
             if failed:
                 self.board.select(failed[0])
             self.open_evidence(v.evidence)
@@ -185,6 +206,32 @@ class GymwatchApp(EvidenceNav, App):
             name = self.board.server_at_cursor()
             if name:
                 self.open_server_log(name)
+
+    # --- what the widgets ask for (they post messages; the app acts) ---------------------------
+    @on(DataTable.RowHighlighted, "#board")
+    def _server_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The board's cursor moved: its server's log (once the first log is chosen)."""
+        if event.row_key.value and self._follow_board:
+            self.open_server_log(event.row_key.value)
+
+    @on(DataTable.RowSelected, "#board")
+    def _server_chosen(self, event: DataTable.RowSelected) -> None:
+        state = self.live.state
+        server = state.servers.get(event.row_key.value) if state is not None else None
+        if server is not None:
+            self.open_server_evidence(server)
+
+    @on(ReadinessBoard.LogRequested)
+    def _server_log_requested(self, event: ReadinessBoard.LogRequested) -> None:
+        self.open_server_log(event.server, force=True)
+
+    @on(TrialsTable.Chosen)
+    def _trial_chosen(self, event: TrialsTable.Chosen) -> None:
+        self.open_trial_card(event.trial)
+
+    @on(TrialsTable.CauseRequested)
+    def _trial_cause_requested(self, event: TrialsTable.CauseRequested) -> None:
+        self.open_trial_cause(event.trial)
 
     # --- watching --------------------------------------------------------------------------
     def _start_watch(self) -> None:
@@ -239,19 +286,19 @@ class GymwatchApp(EvidenceNav, App):
         self.push_screen(HelpScreen())
 
     def action_find(self) -> None:
-        self.pane.action_find()
+        self.pane.find()
 
     def action_toggle_follow(self) -> None:
-        self.pane.action_toggle_follow()
+        self.pane.toggle_follow()
 
     def action_errors_only(self) -> None:
-        self.pane.action_errors_only()
+        self.pane.toggle_errors_only()
 
     def action_all_logs(self) -> None:
         self.open_all_logs()
 
-    def set_trial_filter(self, view: str) -> None:
-        self.trials.set_view(view)
+    def set_trial_filter(self, by: str) -> None:
+        self.trials.set_filter(by)
 
     def set_trial_sort(self, by: str) -> None:
         self.trials.set_sort(by)
@@ -263,6 +310,6 @@ def run_app(args) -> int:
         discover(args.path, getattr(args, "logs", None))   # a missing path or a non-run file: one line, exit 3
     source = watchfiles_source(force_polling=bool(getattr(args, "poll", False)))
     app = GymwatchApp(args.path, getattr(args, "logs", None), change_source=source,
-                      head=getattr(args, "head", None))
+                      head=getattr(args, "head", None), notify=not getattr(args, "no_notify", False))
     app.run()
     return app.return_code or 0

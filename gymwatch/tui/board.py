@@ -1,39 +1,238 @@
-"""The readiness board: one DataTable row per server, updated cell by cell."""
+"""The readiness board: one DataTable row per server, updated cell by cell, and under it the
+selected server's name and phase whole when its row cuts them (BoardPane).
+
+Its columns are fitted to its width (layout.fit_board): the Server column as wide as the longest
+name (capped when room is short), the phase whole where dropping the least needed columns allows;
+it never scrolls sideways. Maximized (`z`), rows wrap their name and phase whole."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from rich.text import Text
-from textual.widgets import DataTable
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, Static
 
+from ..core import gymversion
 from ..core.model import FAILED, READY, EXITED, RunState, Server
-from .fmt import STATE_LOOK, body, duration, plain
+from ..core.verdict import parent_ended
+from .fmt import KIND_LABEL, STATE_LOOK, body, duration, plain
+from .layout import fit_board
 
-COLUMNS = (("server", "Server"), ("state", "State"), ("why", "Phase / why not ready"),
-           ("in", "In state"), ("ttr", "To ready"), ("err", "Err"), ("last", "Last line"))
-WHY_WIDTH = 48
+COLUMNS = (("server", "Server"), ("kind", "Kind"), ("state", "State"), ("limit", "Spin-up"),
+           ("why", "Phase / why not ready"), ("in", "In state"), ("ttr", "To ready"), ("err", "Err"),
+           ("last", "Last line"))
+FLEX = ("why", "last")              # columns cut to the width they get (the others get what they need)
+SHORT_LABELS = {"why": ("Phase / why not ready", "Phase / why", "Phase"), "last": ("Last line", "Last")}
+WHY_WIDTH = 400                     # a phase or reason, whitespace folded; the row cuts it, the line under the board does not
+LAST_WIDTH = 90
+DETAIL_MAX = 4                      # lines kept for the line under the board (more only when the selected one needs them)
 SLOW_FACTOR, SLOW_MIN = 3.0, 60.0   # waiting > 3x the slowest ready sibling, and > 1 min
+LIMIT_WARN = 0.75                   # share of Gym's spin-up limit used that flags a waiting server
 
 
 class ReadinessBoard(DataTable):
-    BINDINGS = [("l", "open_log", "Log")]
+    """One row per server. Moving and choosing rows post DataTable's own RowHighlighted and
+    RowSelected; `l` posts LogRequested. The app acts on them; it hands the state down in
+    `rebuild()` / `update()`."""
+
+    BINDINGS = [
+        Binding("l", "open_log", "Log", id="servers.log"),
+        Binding("enter", "select_cursor", "Open its log / evidence", show=False, id="servers.open"),
+        Binding("up,k", "cursor_up", "Up", show=False, id="servers.up"),
+        Binding("down,j", "cursor_down", "Down", show=False, id="servers.down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="servers.page-up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="servers.page-down"),
+        Binding("home,g", "first", "First server", show=False, id="servers.first"),
+        Binding("end,G", "last", "Last server", show=False, id="servers.last"),
+        Binding("left", "cursor_left", "Scroll left", show=False, id="servers.left"),
+        Binding("right", "cursor_right", "Scroll right", show=False, id="servers.right"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="servers.page-left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="servers.page-right"),
+        Binding("ctrl+home", "scroll_top", "First server", show=False, id="servers.top"),
+        Binding("ctrl+end", "scroll_bottom", "Last server", show=False, id="servers.bottom"),
+    ]
+
+    @dataclass
+    class LogRequested(Message):
+        """`l` on a server: show its log, even where one of its evidence lines is open."""
+
+        board: ReadinessBoard
+        server: str
+
+        @property
+        def control(self) -> ReadinessBoard:
+            return self.board
+
+    @dataclass
+    class DetailChanged(Message):
+        """The line under the board: the selected server whole (None: its row shows it all),
+        and the lines to keep for it."""
+
+        board: ReadinessBoard
+        text: Optional[Text]
+        lines: int
+
+        @property
+        def control(self) -> ReadinessBoard:
+            return self.board
+
+    wrap: reactive[bool] = reactive(False)
+    """Rows wrap their server name and phase whole (the board maximized), instead of cutting them."""
 
     def __init__(self, **kw):
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
-        self._cells: dict[str, tuple] = {}
+        self._cells: dict[str, tuple] = {}  # every column's cell, shown or not
+        self._details: dict[str, Text] = {}  # server -> its name, state and phase whole
         self.probes: dict[str, str] = {}    # server -> last head-server probe result
+        self.shown_columns: list[str] = []
+        self.widths: dict[str, int] = {}    # each shown column's width (layout.fit_board)
+        self.cut: set[str] = set()          # servers whose row cuts their name or phase
+        self._built: tuple = ()             # (columns, widths, wrap) the rows were added with
+        self._posted: tuple = ()
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
-        self.border_title = "Servers"
+        self._title("Servers")
+
+    def _title(self, title: str) -> None:
+        """The title of the board's border (its pane's, when it is in one)."""
+        self.border_title = title
+        if isinstance(self.parent, BoardPane):
+            self.parent.border_title = title
+
+    # --- columns fitted to the width (layout.fit_board) -------------------------------------
+    def _pick(self, cells: tuple) -> list:
+        return [self._shown(key, c) for (key, _), c in zip(COLUMNS, cells) if key in self.shown_columns]
+
+    def _shown(self, key: str, cell: Text) -> Text:
+        """A cell as the table gets it: cut with … at its column's width, or (wrapping) the
+        name and the phase folded onto more lines."""
+        t = cell.copy()
+        if self.wrap and key in ("server", "why"):
+            t.no_wrap, t.overflow = False, "fold"
+        else:
+            t.no_wrap, t.overflow = True, "ellipsis"
+        return t
+
+    def _label(self, key: str, label: str) -> Text:
+        width = self.widths.get(key, len(label))
+        fits = [x for x in SHORT_LABELS.get(key, (label,)) if len(x) <= width]
+        return Text(fits[0] if fits else label, no_wrap=True, overflow="ellipsis")
+
+    def natural_widths(self) -> tuple[dict[str, int], dict[str, bool]]:
+        """What each column needs to show every row's cell and its label whole (the last line's
+        label may be cut), and whether any row has text in it."""
+        widths = {key: 0 if key == "last" else len(label) for key, label in COLUMNS}   # the phase's label whole too, room allowing
+        filled = {key: False for key, _ in COLUMNS}
+        for cells in self._cells.values():
+            for (key, _), c in zip(COLUMNS, cells):
+                n = c.cell_len
+                widths[key] = max(widths[key], n)
+                filled[key] = filled[key] or bool(c.plain.strip())
+        return widths, filled
+
+    def on_resize(self) -> None:
+        self.refit()
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        self.call_after_refresh(self.refit)      # it takes cells of the width
+
+    def watch_wrap(self) -> None:
+        self.refit()
+
+    def refit(self) -> None:
+        """Fit the columns to the width; add the rows again when what they were added with
+        changed (columns, or in wrap mode any width: a row's height follows its widths)."""
+        if not self.is_attached:
+            return
+        widths, filled = self.natural_widths()
+        shown, fit = fit_board([k for k, _ in COLUMNS], widths, filled, self.scrollable_content_region.width)
+        self.cut = {name for name, cells in self._cells.items()
+                    if any(c.cell_len > fit.get(key, 0) for (key, _), c in zip(COLUMNS, cells)
+                           if key in ("server", "why"))} if not self.wrap else set()
+        built = (shown, fit if self.wrap else None, self.wrap)
+        if built != self._built:
+            self._build(shown, fit, built)
+        elif fit != self.widths:
+            self.widths = fit
+            for col in self.columns.values():
+                col.width = fit.get(str(col.key.value), col.width)
+                col.label = self._label(str(col.key.value), dict(COLUMNS)[str(col.key.value)])
+            self._require_update_dimensions = True
+            self._clear_caches()
+            self.refresh()
+        self._post_detail()
+
+    def _build(self, shown: list[str], fit: dict[str, int], built: tuple) -> None:
+        here = self.server_at_cursor()
+        self.shown_columns, self.widths, self._built = shown, fit, built
+        self.clear(columns=True)
+        labels = dict(COLUMNS)
+        for key in shown:
+            self.add_column(self._label(key, labels[key]), width=fit[key], key=key)
+        for name, cells in self._cells.items():
+            self.add_row(*self._pick(cells), key=name, height=None if self.wrap else 1)
+        if here:
+            self.select(here)
+
+    def detail(self, name: Optional[str] = None) -> Optional[Text]:
+        """Server `name`'s (the selected one's) name, state and phase whole, when a row cuts
+        a name or a phase; else None (every row shows them all)."""
+        name = name or self.server_at_cursor()
+        return self._details.get(name) if self.cut and name is not None else None
+
+    def _post_detail(self) -> None:
+        """Tell the pane what to show under the board, when that changed: the selected server
+        whole, in as many lines as the longest cut one needs (up to DETAIL_MAX), so the screen
+        does not jump as the cursor moves."""
+        width = max(1, self.size.width - 2)      # the line's padding
+        console = self.app.console
+        lines = max((len(self._details[n].wrap(console, width)) for n in self.cut if n in self._details),
+                    default=0)
+        text = self.detail()
+        need = len(text.wrap(console, width)) if text is not None else 0
+        lines = max(min(lines, DETAIL_MAX), need) if self.cut else 0
+        key = (text.markup if text is not None else None, lines)
+        if key != self._posted:
+            self._posted = key
+            self.post_message(self.DetailChanged(self, text, lines))
+
+    @on(DataTable.RowHighlighted)
+    def _stale_highlight(self, event: DataTable.RowHighlighted) -> None:
+        """A highlight the cursor has already left (the rows were added again and the cursor
+        put back on its server) goes no further: the log pane would open that row's log."""
+        if event.row_key.value != self.server_at_cursor():
+            event.stop()
+
+    def watch_cursor_coordinate(self, old, new) -> None:
+        super().watch_cursor_coordinate(old, new)
+        self._post_detail()
+
+    def action_first(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0)
+
+    def action_last(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1)
 
     def rebuild(self, state: Optional[RunState], now: Optional[float]) -> None:
+        """Every row again (a reset: the run's files were read again), the cursor kept on its
+        server (it went back to the first row, and the log pane with it)."""
+        here = self.server_at_cursor()
         self.clear()
         self._cells.clear()
+        self._details.clear()
         if state is not None:
             self.update(state, set(state.servers), now)
+            if here:
+                self.select(here)
 
     def update(self, state: RunState, names: set[str], now: Optional[float]) -> None:
         """Update rows of `names`, and the time cells of every row (they move with the clock)."""
@@ -41,26 +240,44 @@ class ReadinessBoard(DataTable):
         for name in [n for n in self._cells if n not in state.servers]:   # renamed (a_b -> a/b)
             self.remove_row(name)
             del self._cells[name]
+            self._details.pop(name, None)
+        clock = spinup_clock(state, now)
+        changed = False
         for name, s in state.servers.items():   # few rows: recompute all, write only what differs
-            self._set_row(name, self._row(state, s, now, name in slow))
-        ready = sum(1 for s in state.servers.values() if s.became_ready)
-        self.border_title = f"Servers {ready}/{len(state.servers)} ready"
+            cells = self._row(state, s, now, name in slow, clock)
+            self._details[name] = detail_text(s, cells)
+            changed |= self._set_row(name, cells)
+        self._title(board_title(state, now, clock))
+        if changed:
+            self.refit()
 
-    def _set_row(self, name: str, cells: tuple) -> None:
+    def _set_row(self, name: str, cells: tuple) -> bool:
+        """Write what differs; True when anything did (the columns are fitted again)."""
         old = self._cells.get(name)
+        self._cells[name] = cells
         if old is None:
-            self.add_row(*cells, key=name)
+            if self.columns:
+                self.add_row(*self._pick(cells), key=name, height=None if self.wrap else 1)
+            return True
+        if old == cells:
+            return False
+        if self.wrap:
+            self._built = ()        # a row's height follows its cells: add the rows again
         else:
             for (key, _), a, b in zip(COLUMNS, old, cells):
-                if a != b:
-                    self.update_cell(name, key, b, update_width=True)
-        self._cells[name] = cells
+                if a != b and key in self.shown_columns:
+                    self.update_cell(name, key, self._shown(key, b))
+        return True
 
-    def _row(self, state: RunState, s: Server, now: Optional[float], slow: bool) -> tuple:
+    def _row(self, state: RunState, s: Server, now: Optional[float], slow: bool,
+             clock: Optional[tuple[Optional[float], float]]) -> tuple:
         sym, style = STATE_LOOK.get(s.state, ("?", ""))
-        st = Text(f"{sym} {s.state}", style=style)
+        state_cell = Text(f"{sym} {s.state}", style=style)
         if slow:
-            st.append(" ⚠ slow", style="bold black on yellow")
+            state_cell.append(" ⚠ slow", style="bold black on yellow")
+        if s.orphaned:
+            state_cell.append(" ⚠ orphan", style="bold black on yellow")
+        limit = limit_text(s, clock) or Text()
         in_state = now - s.state_since if now is not None and s.state_since is not None else None
         waited = now - s.first_seen if now is not None and s.first_seen is not None else in_state
         ttr = s.ready_at - s.first_seen if s.ready_at is not None and s.first_seen is not None else None
@@ -68,8 +285,14 @@ class ReadinessBoard(DataTable):
         why = why_text(state, s, slow, waited)
         if s.name in self.probes:
             why = Text.assemble(plain(self.probes[s.name], 30, "cyan"), " ", why)
-        return (Text(s.name, style="bold"), st, why,
-                Text(duration(in_state)), Text("—" if ttr == 0 else duration(ttr)), err, plain(body(s.last_line), 90))
+        kind = Text(KIND_LABEL.get(s.kind, s.kind), style="dim")
+        return (Text(s.name, style="bold"), kind, state_cell, limit, why,
+                Text(duration(in_state)), Text("—" if ttr == 0 else duration(ttr)), err,
+                plain(body(s.last_line), LAST_WIDTH))
+
+    def row_cells(self, name: str) -> tuple:
+        """Every column's cell of server `name`'s row, shown or not (tests read the board here)."""
+        return self._cells[name]
 
     def server_at_cursor(self) -> Optional[str]:
         if not self.row_count:
@@ -78,20 +301,101 @@ class ReadinessBoard(DataTable):
         return key.value
 
     def select(self, name: str) -> None:
-        if name in self._cells:
+        if name in self._cells and name in self.rows:
             self.move_cursor(row=self.get_row_index(name))
 
     def action_open_log(self) -> None:
         name = self.server_at_cursor()
         if name:
-            self.app.open_server_log(name, force=True)   # type: ignore[attr-defined]
+            self.post_message(self.LogRequested(self, name))
+
+
+class BoardPane(Vertical):
+    """The board in its border, and under it the selected server's line when its row cuts it."""
+
+    def compose(self) -> ComposeResult:
+        yield ReadinessBoard(id="board")
+        yield Static(id="board-detail", markup=False)
+
+    @on(ReadinessBoard.DetailChanged)
+    def _detail(self, event: ReadinessBoard.DetailChanged) -> None:
+        line = self.query_one("#board-detail", Static)
+        line.update(event.text or "")
+        line.styles.height = event.lines
+        line.display = bool(event.lines)
+
+
+def detail_text(s: Server, cells: tuple) -> Text:
+    """The line under the board for server `s`: its name, state and phase or reason whole, and
+    for a failed one where its failure line is (enter opens it)."""
+    by_key = {key: c for (key, _), c in zip(COLUMNS, cells)}
+    t = Text.assemble(by_key["server"].copy(), "  ", by_key["state"].copy(), "  ")
+    why = by_key["why"].copy()
+    why.no_wrap, why.overflow = False, "fold"
+    t.append_text(why)
+    if s.state == FAILED and s.failure is not None:
+        t.append(f"  ({s.failure.where()})", style="underline")
+    return t
+
+
+def spinup_clock(state: RunState, now: Optional[float]) -> Optional[tuple[Optional[float], float]]:
+    """(seconds of Gym's spin-up limit used, the limit) while servers are still waiting; used is
+    None when the wait began before gymwatch was watching. None when there is no limit to show."""
+    p = state.parent
+    limit = gymversion.spinup_limit(state)
+    if limit is None or p.all_ready is not None or p.spinup is None or parent_ended(state):
+        return None
+    used = now - p.spinup_at if now is not None and p.spinup_at is not None else None
+    return used, limit
+
+
+def limit_text(s: Server, clock: Optional[tuple[Optional[float], float]]) -> Optional[Text]:
+    """`2m10s/10m00s` of Gym's spin-up limit used, on a server Gym is still waiting for; flagged
+    as it nears the limit. Nothing when the wait began before gymwatch was watching."""
+    if clock is None or s.became_ready or s.state == FAILED or clock[0] is None:
+        return None
+    used, limit = clock
+    share = used / limit
+    style = "bold white on red" if share >= 1 else ("bold black on yellow" if share >= LIMIT_WARN else "dim")
+    return Text(f"{duration(used)}/{duration(limit)}" + (" ⚠" if share >= LIMIT_WARN else ""), style=style)
+
+
+def limit_flag(clock: Optional[tuple[Optional[float], float]]) -> str:
+    """The title's flag as the wait nears Gym's spin-up limit (a narrow board drops the column)."""
+    if clock is None or clock[0] is None:
+        return ""
+    return " ⚠" if clock[0] / clock[1] >= LIMIT_WARN else ""
+
+
+def board_title(state: RunState, now: Optional[float], clock: Optional[tuple[Optional[float], float]]) -> str:
+    ready = sum(1 for s in state.servers.values() if s.became_ready)
+    title = f"Servers {ready}/{len(state.servers)} ready"
+    if clock is not None:
+        used, limit = clock
+        title += f" · Gym's spin-up limit {duration(limit)}" + (f", {duration(used)} used" if used is not None else "")
+        title += limit_flag(clock)
+    stage = endpoint_stage(state, now)
+    return title + (f" · {stage}" if stage else "")
+
+
+def endpoint_stage(state: RunState, now: Optional[float]) -> str:
+    """Gym's wait for the model endpoints after all servers are ready (Gym 0.5+): a stage of its own."""
+    e = state.parent.endpoints
+    if e.gave_up is not None:
+        return "model endpoint never answered"
+    if not e.pending:
+        return ""
+    elapsed = e.elapsed
+    if now is not None and e.waiting_at is not None:
+        elapsed = max(elapsed or 0.0, now - e.waiting_at)
+    took = duration(elapsed) if elapsed is not None else ""
+    limit = f" of {duration(e.limit)}" if e.limit else ""
+    return f"waiting for model endpoint {', '.join(e.urls) or '?'}" + (f" ({took}{limit})" if took else "")
 
 
 def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) -> Text:
     if s.state == FAILED:
-        why = "died silently after installing (Gym pipefail bug, see GYM_REFERENCE §3)" \
-            if s.silent_death else (s.failure_reason or "failed")
-        return plain(why, WHY_WIDTH, "red")
+        return plain(s.failure_reason or "failed", WHY_WIDTH, "red")
     if s.became_ready or s.state in (READY, EXITED):
         return plain(s.phase or s.state, WHY_WIDTH)
     if s.phase:
@@ -102,7 +406,9 @@ def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) 
         why = "no output yet" + ("; Gym waiting for it" if s.name in (state.parent.pending or []) else "")
     if slow:
         took = max(_ttrs(state), default=0.0)
-        return plain(f"{duration(in_state)}; siblings took ≤{duration(took) or '0s'}; {why}", WHY_WIDTH, "yellow")
+        bound = duration(took) or "0s"
+        bound = bound if bound.startswith("<") else f"≤{bound}"      # not "≤<1s"
+        return plain(f"{duration(in_state)}; siblings took {bound}; {why}", WHY_WIDTH, "yellow")
     return plain(why, WHY_WIDTH)
 
 

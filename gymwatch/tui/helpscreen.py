@@ -1,4 +1,5 @@
-"""`?`: what the screen shows and the keys, as plain Text (no markup)."""
+"""`?`: the keys, read from the live bindings (a keymap file's keys included), and what the
+screen shows. Plain Text throughout: nothing here is markup."""
 
 from __future__ import annotations
 
@@ -10,30 +11,93 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from .fmt import STATE_LOOK, STATUS_LOOK
+from .layout import CARD, all_bindings
 
-KEYS = (
-    ("tab / shift+tab", "next / previous pane (servers, trials, log)"),
-    ("↑ ↓ j k, PgUp PgDn", "move; selecting a server shows its log live"),
-    ("enter", "open the evidence of the selected failed server / trial at its line"),
-    ("l", "open the log behind the selection (a trial: where its cause is)"),
-    ("] / [", "next / previous failure (failed server, failed / never-ran / missing trial)"),
-    ("!", "open the line the verdict rests on"),
-    ("v / s", "trials: cycle filter (all, failed, never-ran, missing, pending) / sort"),
-    ("f, G", "log: follow on/off (scrolling up pauses it), jump to the end and follow"),
-    ("/  n N", "log: find, next / previous match"),
-    ("e", "log: error lines only"),
-    ("m", "log: every server's log merged, a coloured label per server (l: back to one)"),
-    ("ctrl+p", "command palette"),
-    ("q / ctrl+q", "quit (the run keeps going: gymwatch never stops it)"),
-)
+# What a few keys do, beyond their footer word.
+EXPLAIN = {
+    "gymwatch.next_failure": "next failure: failed server, failed / never-ran / missing trial",
+    "gymwatch.prev_failure": "previous failure",
+    "gymwatch.evidence": "open the line the verdict rests on",
+    "gymwatch.maximize": "the focused pane fills the screen (again, or escape: back)",
+    "gymwatch.wrap": "long log lines wrap instead of being cut with …",
+    "gymwatch.quit": "quit (the run keeps going: gymwatch never stops it)",
+    "gymwatch.all_logs": "every server's log merged, a coloured label per server (l: back to one)",
+    "gymwatch.next_cause": "next line of the selected trial's cause chain",
+    "gymwatch.prev_cause": "previous line of the selected trial's cause chain",
+    "servers.open": "open the selected server's log (its evidence when it failed)",
+    "trials.filter": "cycle the filter: all, failed, never-ran, missing, pending, ...",
+    "trials.cause-log": "open the log line behind the selected trial's failure",
+    "logview.follow": "follow on/off (scrolling up pauses it)",
+    "gymwatch.copy": "copy the text selected with the mouse",
+    "gymwatch.ctrl-c": "say how to quit",
+    "card.close": "close the card",
+    "card.raw-row": "the trial's row, whole and indented, over the log pane at that row",
+    "card.next-line": "next line that explains it",
+    "card.prev-line": "previous line that explains it",
+}
+# What a binding a key's first binding shadows does, told on that row (when it has no key left).
+FALLBACK = {"gymwatch.ctrl-c": "nothing selected: say how to quit"}
+# Keys a section has beyond its bindings' (the card's list of lines is an OptionList).
+EXTRA = {CARD: [("⏎", "open the highlighted line in the log pane (↑ ↓ move)", "")]}
+KEY_WIDTH = 18
 
 
-def help_text() -> Text:
+def help_rows(app) -> dict[str, list[tuple[str, str, str]]]:
+    """Section -> (keys, what, binding ids) of every binding, keys of one binding together.
+
+    A key is listed once a section, on the binding that gets it first (all_bindings' order is
+    the order a key is looked up in); a binding left with no key of its own is what that key
+    does when the first one has nothing to do (ctrl+c copies the selected text, else says how
+    to quit), so it is told on the same row, its id beside the first's."""
+    rows: dict[str, dict[tuple, list[str]]] = {}
+    owner: dict[tuple[str, str], tuple] = {}
+    shadowed: dict[tuple, list[tuple]] = {}
+    for section, b in all_bindings(app):
+        row = (b.id or b.action, b.description or b.action, b.id or "")
+        shown = app.get_key_display(b)
+        first = owner.setdefault((section, shown), row)
+        if first != row:
+            shadowed.setdefault(first, []).append(row)
+            continue
+        keys = rows.setdefault(section, {}).setdefault(row, [])
+        if shown not in keys:
+            keys.append(shown)
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for section, group in rows.items():
+        lines = out[section] = []
+        for row, keys in group.items():
+            _, what, bid = row
+            what, ids = EXPLAIN.get(bid, what), [bid] if bid else []
+            for other in dict.fromkeys(shadowed.get(row, [])):
+                if other not in group:
+                    what += "; " + FALLBACK.get(other[2], f"else: {EXPLAIN.get(other[2], other[1])}")
+                    ids += [other[2]] if other[2] else []
+            lines.append((" ".join(keys), what, " ".join(ids)))
+        lines.extend(EXTRA.get(section, []))
+    return out
+
+
+def help_text(app) -> Text:
     t = Text()
-    t.append("gymwatch: the live screen of a NeMo Gym run\n\n", style="bold")
-    for key, what in KEYS:
-        t.append(f"  {key:<22}", style="bold cyan")
-        t.append(f"{what}\n")
+    t.append("gymwatch: the live screen of a NeMo Gym run\n", style="bold")
+    t.append("tab / shift+tab move between the panes; the footer shows the focused pane's keys.\n", style="dim")
+    for section, rows in help_rows(app).items():
+        t.append(f"\n{section}\n", style="bold")
+        for keys, what, bid in rows:
+            t.append(f"  {keys:<{KEY_WIDTH}}", style="bold cyan")
+            t.append(what)
+            if bid:
+                t.append(f"  {bid}", style="dim")
+            t.append("\n")
+    path = app.keymap_path
+    t.append(f"\nRemap a key by its id in {path or 'keymap.toml'}, e.g. \"gymwatch.maximize\" = \"Z\"\n",
+             style="dim")
+    legend(t)
+    t.append("\nEsc or ? closes this.", style="dim")
+    return t
+
+
+def legend(t: Text) -> None:
     t.append("\nServer states\n", style="bold")
     for state, (sym, style) in STATE_LOOK.items():
         t.append(f"  {sym} {state:<12}", style=style)
@@ -43,13 +107,11 @@ def help_text() -> Text:
         t.append(f"  {label}  ", style=style)
     t.append("\n  never ran: the model was never called (empty output, zero usage); its 0.0 reward"
              " is withheld from the mean\n")
-    t.append("\nEsc or ? closes this.", style="dim")
-    return t
 
 
 class HelpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static(help_text())
+            yield Static(help_text(self.app))

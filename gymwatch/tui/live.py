@@ -21,6 +21,9 @@ from ..core.verdict import collector_ended
 from ..replay import MARKER
 
 RATE_WINDOW = 60.0   # seconds of samples behind the trials/s rate
+# A log's first timestamp starts the elapsed clock when it is this recent (a replay of an old
+# recording, or a clock far off, would count days).
+STAMP_TRUSTED_FOR = 3 * 86400.0
 POLL_BUDGET = 0.1    # seconds of reading per poll; the rest of a huge file is read on the next ones
 
 
@@ -39,10 +42,12 @@ class LiveRun:
         self._samples: deque[tuple[float, int]] = deque()
         self._open()
 
-    def _open(self) -> bool:
+    def _open(self, reopen: bool = False) -> bool:
+        """`reopen`: the run was being watched already; lines read now are stamped now (the times
+        of what the previous session saw are carried over)."""
         try:
             self.session = RunSession.open(self.path, self.logs, clock=self.clock,
-                                           check_processes=self.check_processes)
+                                           check_processes=self.check_processes, timed=reopen)
         except NotARun as exc:
             if not Path(self.path).expanduser().is_dir():
                 raise
@@ -66,7 +71,7 @@ class LiveRun:
             return self._first_poll()
         old = self.session.state
         if self._layout_grew():
-            self._open()
+            self._open(reopen=True)
             changes = self._first_poll()
         else:
             changes = self.session.poll(budget=POLL_BUDGET)
@@ -111,12 +116,12 @@ class LiveRun:
 
     # --- progress ---------------------------------------------------------------------
     def done_total(self) -> tuple[int, int]:
-        st = self.state
-        if st is None:
+        state = self.state
+        if state is None:
             return 0, 0
-        done = sum(1 for t in st.trials.values() if t.status in (T_COMPLETED, T_FAILED, T_NEVER_RAN))
-        total = st.expected_total if st.expected_total is not None else len(st.trials)
-        return done, max(total, len(st.trials))
+        done = sum(1 for t in state.trials.values() if t.status in (T_COMPLETED, T_FAILED, T_NEVER_RAN))
+        total = state.expected_total if state.expected_total is not None else len(state.trials)
+        return done, max(total, len(state.trials))
 
     def _sample(self) -> None:
         now = self.clock()
@@ -127,6 +132,8 @@ class LiveRun:
         s.append((now, done))
         while len(s) > 2 and now - s[0][0] > RATE_WINDOW:
             s.popleft()
+        while len(s) > 2 and s[0][1] == s[1][1] == 0:
+            s.popleft()     # before the first trial finished: startup, not the collection's pace
 
     def rate_eta(self) -> tuple[Optional[float], Optional[float]]:
         """Trials per second over the last minute, and seconds left at that rate."""
@@ -139,12 +146,17 @@ class LiveRun:
         done, total = self.done_total()
         return rate, max(0, total - done) / rate
 
-    def started(self) -> float:
-        st = self.state
-        if st is not None:
-            if st.info.started_at:
-                return st.info.started_at
-            seen = [s.first_seen for s in st.servers.values() if s.first_seen is not None]
+    def started_at(self) -> float:
+        """When the run started (the summary's elapsed time): its own record, else the first
+        server seen, else when this screen opened."""
+        state = self.state
+        if state is not None:
+            if state.info.started_at:
+                return state.info.started_at
+            seen = [s.first_seen for s in state.servers.values() if s.first_seen is not None]
+            stamp = state.first_stamp        # the run's first timestamped line: for a late attach
+            if not seen and stamp is not None and 0 <= self.clock() - stamp <= STAMP_TRUSTED_FOR:
+                seen.append(stamp)           # (only then: a replay's lines carry the recording's times)
             if seen:
                 return min(seen + [self.opened_at])
         return self.opened_at

@@ -1,7 +1,8 @@
 """LogView: a log viewer for files of any size (only visible lines are read and rendered).
 
-Lines come from `gymwatch.core.logindex`; text is untrusted, so it is cleaned of escapes
-and drawn as plain Segments, never parsed as markup. Line numbers in this API are 1-based.
+Lines come from `gymwatch.core.logset` (one or more `core.logindex` indexes); text is untrusted,
+so it is cleaned of escapes and drawn as plain Segments, never parsed as markup. Line numbers in
+this API are 1-based. Its questions and the whole-line view are modal screens (`logscreens.py`).
 """
 
 from __future__ import annotations
@@ -17,85 +18,38 @@ from typing import Optional
 
 from rich.segment import Segment
 from rich.style import Style
-from textual import on, work
-from textual.app import ComposeResult, SuspendNotSupported
+from textual import work
+from textual.app import SuspendNotSupported
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
-from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Input, Static
 
-from rich.text import Text
-
-from ..core.logindex import CAP, LogSet, Matcher
+from ..core.logset import LogSet
+from ..core.matcher import Matcher
 from ..core.sanitize import clean
+from .fmt import ComponentLooks
+from .logscreens import LineScreen, Prompt
 
 BIG_BYTES = 16 << 20     # logs bigger than this are filtered and searched in a thread
+# One colour per source of a merged view, so its lines tell apart (not meanings: no theme names).
 LABEL_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
-S_GUTTER = Style(dim=True)
-S_MATCH = Style(color="black", bgcolor="yellow")
-S_CURSOR = Style(bgcolor="grey23")
-S_MARK = Style(bgcolor="dark_blue")
-S_CAPPED = Style(color="red", bold=True)
+CAPPED = Style(color="red", bold=True)   # the cut mark of a line longer than CAP (enter shows it)
 
 
-class Prompt(ModalScreen[Optional[str]]):
-    """A one-line question at the bottom of the screen (find, filter, jump)."""
-
-    DEFAULT_CSS = """
-    Prompt { align: left bottom; background: $background 0%; }
-    Prompt > Input { width: 100%; }
-    """
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
-
-    def __init__(self, placeholder: str, value: str = ""):
-        super().__init__()
-        self._placeholder, self._value = placeholder, value
-
-    def compose(self) -> ComposeResult:
-        yield Input(value=self._value, placeholder=self._placeholder)
-
-    @on(Input.Submitted)
-    def _submit(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class LineScreen(ModalScreen[None]):
-    """One whole line, wrapped (for lines capped in the view)."""
-
-    DEFAULT_CSS = """
-    LineScreen { align: center middle; }
-    LineScreen > VerticalScroll { width: 90%; height: 80%; border: round $accent; background: $surface; }
-    """
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
-    MAX_CHARS = 1 << 20
-
-    def __init__(self, title: str, text: str):
-        super().__init__()
-        self._title, self._text = title, text
-
-    def compose(self) -> ComposeResult:
-        text = clean(self._text[: self.MAX_CHARS])
-        if len(self._text) > self.MAX_CHARS:
-            text += f" … ({len(self._text) - self.MAX_CHARS} more characters: press o to open the file)"
-        with VerticalScroll() as vs:
-            vs.border_title = self._title
-            yield Static(Text(text), markup=False)
-
-
-class LogView(ScrollView, can_focus=True):
+class LogView(ComponentLooks, ScrollView, can_focus=True):
     """Lines of one log, or several merged with a coloured per-source prefix."""
 
+    COMPONENT_CLASSES = {"logview--gutter", "logview--match", "logview--cursor", "logview--mark"}
     DEFAULT_CSS = """
     LogView { overflow-x: hidden; background: $surface; }
     LogView:focus { background-tint: $foreground 3%; }
+    LogView > .logview--gutter { text-style: dim; }
+    LogView > .logview--match { color: auto 90%; background: $warning; }
+    LogView > .logview--cursor { background: $foreground 15%; }
+    LogView > .logview--mark { background: $primary 40%; }
     """
     BINDINGS = [
         Binding("slash", "find", "Find", id="logview.find"),
@@ -107,10 +61,16 @@ class LogView(ScrollView, can_focus=True):
         Binding("colon,ctrl+g", "jump", "Line", id="logview.goto-line"),
         Binding("g,home", "top", "Top", show=False, id="logview.top"),
         Binding("G,end", "bottom", "Bottom", show=False, id="logview.bottom"),
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("w", "toggle_wrap", "Wrap", id="logview.wrap"),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="logview.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="logview.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="logview.page-up"),
+        Binding("pagedown,space", "page(1)", "Page down", show=False, id="logview.page-down"),
+        # inherited sideways scrolling, with ids (lines are cut or wrapped here: it moves nothing)
+        Binding("left", "scroll_left", "Scroll left", show=False, id="logview.scroll-left"),
+        Binding("right", "scroll_right", "Scroll right", show=False, id="logview.scroll-right"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="logview.page-left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="logview.page-right"),
         Binding("o", "open_external", "Open", id="logview.open-external"),
         Binding("c", "copy_where", "Copy path:line", id="logview.copy-where"),
         Binding("C", "copy_line", "Copy line", show=False, id="logview.copy-line"),
@@ -118,9 +78,11 @@ class LogView(ScrollView, can_focus=True):
     ]
 
     follow: reactive[bool] = reactive(False)
+    wrap: reactive[bool] = reactive(False)   # long lines go on under their text, not cut with …
 
     class NewLines(Message):
-        """Lines arrived while following is paused (the user scrolled up). 0: resumed."""
+        """Lines arrived while following is paused (the user scrolled up): `count` so far.
+        0: caught up with the end (following again)."""
 
         def __init__(self, count: int) -> None:
             super().__init__()
@@ -147,11 +109,13 @@ class LogView(ScrollView, can_focus=True):
         self._mark: Optional[int] = None                 # highlighted row (goto_line)
         self._pending: Optional[tuple[int, int, bool]] = None  # (src, line, highlight) not indexed yet
         self._paused = False
-        self._unseen = 0
+        self._new_lines = 0
         self._cache: OrderedDict[int, tuple[int, int, str]] = OrderedDict()
         self._timer = None
         self._filter_gen = 0
         self._filtering = False
+        self._frame: Optional[list[Strip]] = None        # the wrapped screen, until a refresh
+        self._frame_key: tuple = ()
 
     # --- opening ---------------------------------------------------------------------
     def open(self, path: str, label: str = "", line: Optional[int] = None) -> None:
@@ -160,21 +124,28 @@ class LogView(ScrollView, can_focus=True):
         if line is not None:
             self.goto_line(line)
 
-    def open_merged(self, sources: list[tuple[str, str]]) -> None:
-        """Open several files as one view, each line prefixed with its coloured label."""
-        self._load([(label, str(p)) for label, p in sources])
+    def open_merged(self, sources: list[tuple[str, str]], hints: tuple[str, ...] = ()) -> None:
+        """Open several files as one view, each line prefixed with its coloured label, in the
+        order they were written where something says so (`hints`: Gym's captured stdout;
+        core/logset.py)."""
+        self._load([(label, str(p)) for label, p in sources], hints)
 
-    def _load(self, sources: list[tuple[str, str]]) -> None:
+    @property
+    def order_basis(self) -> str:
+        """What the merged view's order comes from (empty: file by file, then arrival)."""
+        return self.logs.order_basis if self.logs is not None else ""
+
+    def _load(self, sources: list[tuple[str, str]], hints: tuple[str, ...] = ()) -> None:
         if self.logs is not None:
             self.logs.close()
-        self.logs = LogSet(sources)
+        self.logs = LogSet(sources, hints=hints)
         self.paths = [p for _, p in sources]
         self._rows, self.cursor, self._mark, self._pending = None, 0, None, None
         self._cache.clear()
         self._apply_filter()
         self._update_size()
-        self.scroll_to(0, 0, animate=False, immediate=True)
-        self._paused, self._unseen = False, 0       # that scroll was not the user's
+        self._scroll_to_row(0)
+        self._paused, self._new_lines = False, 0       # that scroll was not the user's
         if self._timer is None:
             self._timer = self.set_interval(0.1, self._poll_index)
         self._timer.resume()
@@ -203,6 +174,27 @@ class LogView(ScrollView, can_focus=True):
             self._timer.pause()
             self.post_message(self.Opened())
 
+    # --- following: the view owns it (the log pane shows it) -----------------------------
+    @property
+    def paused(self) -> bool:
+        """Following, but the user scrolled up: appended lines are counted, not shown."""
+        return self._paused
+
+    @property
+    def new_lines(self) -> int:
+        """Lines appended while paused (NewLines says when this changes; 0 once caught up)."""
+        return self._new_lines
+
+    @property
+    def filtering(self) -> bool:
+        """A big log's filter is still running in a thread."""
+        return self._filtering
+
+    @property
+    def settled(self) -> bool:
+        """Every open file is indexed and no jump waits for its line to be indexed."""
+        return self.logs is None or (self.logs.done and self._pending is None)
+
     # --- rows ------------------------------------------------------------------------
     @property
     def row_count(self) -> int:
@@ -223,6 +215,10 @@ class LogView(ScrollView, can_focus=True):
         self.virtual_size = Size(self.scrollable_content_region.width, self.row_count)
         self.refresh()
 
+    def row_text(self, y: int) -> str:
+        """The text view row `y` shows (cleaned; no line number, no label)."""
+        return self._line(self._row(y))[2]
+
     def _line(self, row: int) -> tuple[int, int, str]:
         hit = self._cache.get(row)
         if hit is None:
@@ -235,35 +231,107 @@ class LogView(ScrollView, can_focus=True):
     # --- rendering -------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
+        if self.wrap:
+            return self._wrapped(y, width)
         vy = int(self.scroll_y) + y
         if self.logs is None or vy >= self.row_count:
             return Strip.blank(width, self.rich_style)
+        strip, src, line = self._full_strip(vy)
+        if strip.cell_length > width:      # cut: a mark at the edge (red: capped, enter shows it)
+            mark = CAPPED if self.logs.indexes[src].is_capped(line) else self.look("logview--gutter")
+            strip = Strip([*strip.crop(0, width - 1), Segment("…", mark)])
+        return self._styled(strip.adjust_cell_length(width, self.rich_style), vy)
+
+    def _full_strip(self, vy: int) -> tuple[Strip, int, int]:
+        """View row `vy` whole: line number, label of a merged view, the text (found spans lit)."""
         row = self._row(vy)
         src, line, text = self._line(row)
-        segs = [Segment(f"{line + 1:>{self._gutter()}} ", S_GUTTER)]
+        segs = [Segment(f"{line + 1:>{self._gutter()}} ", self.look("logview--gutter"))]
         if len(self.logs.indexes) > 1:
             label = self.logs.labels[src] or os.path.basename(self.paths[src])
             colour = LABEL_COLOURS[src % len(LABEL_COLOURS)]
             segs.append(Segment(f"{clean(label)[:24]:<{self._label_width()}} │ ", Style(color=colour)))
+            own = f"({label}) "
+            if text.startswith(own):          # the label says it: no `(server) ` prefix again
+                text = text[len(own):]
         segs.extend(self._text_segments(text))
-        strip = Strip(segs)
-        if strip.cell_length > width:      # cut: a mark at the edge (red: capped, enter shows it)
-            mark = S_CAPPED if self.logs.indexes[src].is_capped(line) else S_GUTTER
-            strip = Strip([*strip.crop(0, width - 1), Segment("…", mark)])
-        strip = strip.adjust_cell_length(width, self.rich_style)
-        if row == self._mark:
-            strip = strip.apply_style(S_MARK)
+        return Strip(segs), src, line
+
+    def _styled(self, strip: Strip, vy: int) -> Strip:
+        if self._row(vy) == self._mark:
+            strip = strip.apply_style(self.look("logview--mark"))
         if vy == self.cursor and self.has_focus:
-            strip = strip.apply_style(S_CURSOR)
+            strip = strip.apply_style(self.look("logview--cursor"))
         return strip
+
+    # --- wrapping (w) ----------------------------------------------------------------
+    # Scrolling still moves by log line: the screen starts at the line at scroll_y and each line
+    # takes as many screen rows as it needs. Following the end, it is drawn upwards from the last
+    # line instead, so the newest line is always whole on screen; and a cursor (a jump's line)
+    # that the lines above it push off the bottom is drawn last, whole.
+    def refresh(self, *regions, **kw):
+        self._frame = None
+        return super().refresh(*regions, **kw)
+
+    def watch_wrap(self, wrap: bool) -> None:
+        self.refresh()
+        if self.follow:
+            self.call_after_refresh(self._to_end)
+
+    def action_toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+        self.notify("long lines wrap" if self.wrap else "long lines cut at the edge (… marks them)",
+                    timeout=1.5)
+
+    def _wrapped(self, y: int, width: int) -> Strip:
+        height = self.scrollable_content_region.height
+        key = (int(self.scroll_y), width, height, self.row_count, self.cursor)
+        if self._frame is None or self._frame_key != key:
+            self._frame, self._frame_key = self._wrap_frame(width, height), key
+        return self._frame[y] if y < len(self._frame) else Strip.blank(width, self.rich_style)
+
+    def _wrap_frame(self, width: int, height: int) -> list[Strip]:
+        if self.logs is None or not self.row_count or width <= 0:
+            return []
+        top = int(self.scroll_y)
+        if self.follow and top >= self.max_scroll_y:  # following the end: fill from the last line up
+            return self._fill_up(self.row_count - 1, width, height)
+        rows, vy, seen = [], top, self.cursor < top
+        while vy < self.row_count and len(rows) < height:
+            rows += self._wrap_row(vy, width)
+            seen = seen or (vy == self.cursor and len(rows) <= height)
+            vy += 1
+        if not seen:          # the cursor (a jump's line) pushed off the bottom: end with it
+            return self._fill_up(self.cursor, width, height)
+        return rows[:height]
+
+    def _fill_up(self, last: int, width: int, height: int) -> list[Strip]:
+        """Screen rows ending with view row `last`, whole, and as many rows above it as fit."""
+        rows, vy = [], last
+        while vy >= 0 and len(rows) < height:
+            rows[:0] = self._wrap_row(vy, width)
+            vy -= 1
+        return rows[-height:]
+
+    def _wrap_row(self, vy: int, width: int) -> list[Strip]:
+        """One view row as screen rows: the rest of its text under the text, not the gutter."""
+        strip, _, _ = self._full_strip(vy)
+        indent = self._gutter() + 1 + (self._label_width() + 3 if len(self.logs.indexes) > 1 else 0)
+        indent = indent if indent < width // 2 else 0
+        out = [strip.crop(0, width)]
+        step = width - indent
+        for x in range(width, strip.cell_length, step):
+            piece = strip.crop(x, x + step)
+            out.append(Strip([Segment(" " * indent, self.look("logview--gutter")), *piece]) if indent else piece)
+        return [self._styled(s.adjust_cell_length(width, self.rich_style), vy) for s in out]
 
     def _text_segments(self, text: str) -> list[Segment]:
         spans = self._find.spans(text) if not self._find.empty else []
         if not spans:
             return [Segment(text)]
-        out, pos = [], 0
+        out, pos, lit = [], 0, self.look("logview--match")
         for a, b in spans:
-            out += [Segment(text[pos:a]), Segment(text[a:b], S_MATCH)]
+            out += [Segment(text[pos:a]), Segment(text[a:b], lit)]
             pos = b
         out.append(Segment(text[pos:]))
         return out
@@ -310,12 +378,38 @@ class LogView(ScrollView, can_focus=True):
             return
         top = int(self.scroll_y)
         if center and not (top <= y < top + h):
-            self.scroll_to(y=max(0, y - h // 2), animate=False, immediate=True)
+            self._scroll_to_row(max(0, y - h // 2))
         elif y < top:
-            self.scroll_to(y=y, animate=False, immediate=True)
+            self._scroll_to_row(y)
         elif y >= top + h:
-            self.scroll_to(y=y - h + 1, animate=False, immediate=True)
+            self._scroll_to_row(y - h + 1)
         self.refresh()
+
+    # A scroll made right after the row count changed must not wait for a layout. Textual drops
+    # an unforced scroll while `show_vertical_scrollbar` still says the old rows fitted (it is
+    # worked out only at the next layout): a file opened at a line, or following its end, stayed
+    # at the top. So these scrolls are forced (clamped to the new virtual size all the same), and
+    # the scrollbar, when it appears, starts where the view already is.
+    def _scroll_to_row(self, y: int) -> None:
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+
+    def _scroll_to_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True, force=True)
+
+    def on_resize(self) -> None:
+        """A pane made smaller or bigger (a terminal resized, panes stacked): following stays at
+        the end, and a line jumped to stays in view."""
+        self._update_size()
+        if self.logs is None:
+            return
+        if self.follow and not self._paused:
+            self.call_after_refresh(self._to_end)
+        else:
+            self.call_after_refresh(lambda: self._move_to(self.cursor))
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y
 
     def action_cursor(self, step: int) -> None:
         self._move_to(self.cursor + step)
@@ -329,17 +423,19 @@ class LogView(ScrollView, can_focus=True):
 
     def action_bottom(self) -> None:
         self._move_to(self.row_count - 1)
-        self.scroll_end(animate=False, immediate=True)
+        self._scroll_to_end()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         if not self.follow:
             return
         at_end = new >= self.max_scroll_y
-        if new < old and not at_end and not self._paused:
+        # While a filter fills the rows from a thread the view shrinks and grows under the
+        # cursor: those moves are not the user's, and must not pause following.
+        if new < old and not at_end and not self._paused and not self._filtering:
             self._paused = True
         elif at_end and self._paused:
-            self._paused, self._unseen = False, 0
+            self._paused, self._new_lines = False, 0
             self.post_message(self.NewLines(0))
 
     # --- live ------------------------------------------------------------------------
@@ -386,8 +482,8 @@ class LogView(ScrollView, can_focus=True):
             return
         new = min(added, self.logs.appended)     # type: ignore[union-attr]
         if new:                                  # lines found by a first index are not new
-            self._unseen += new
-            self.post_message(self.NewLines(self._unseen))
+            self._new_lines += new
+            self.post_message(self.NewLines(self._new_lines))
 
     def _to_end(self) -> None:
         if not self.follow:
@@ -396,10 +492,10 @@ class LogView(ScrollView, can_focus=True):
         if not self.scrollable_content_region.height:      # not laid out yet
             self.call_after_refresh(self._to_end)
             return
-        self.scroll_end(animate=False, immediate=True)
+        self._scroll_to_end()
 
     def watch_follow(self, follow: bool) -> None:
-        self._paused, self._unseen = False, 0
+        self._paused, self._new_lines = False, 0
         if follow and self.logs is not None:
             self.call_after_refresh(self._to_end)
 
@@ -602,5 +698,3 @@ def external_command(path: str, line: int) -> Optional[list[str]]:
             return [*shlex.split(tool), f"+{line}", path]
     return None
 
-
-__all__ = ["LogView", "CAP", "external_command"]

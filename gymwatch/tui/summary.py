@@ -1,41 +1,86 @@
-"""The summary lines: verdict, elapsed, servers ready, trials with rate and ETA, counts, reward."""
+"""The summary lines: verdict, elapsed, servers ready, trials with rate and ETA, counts, reward;
+then the verdict's reason and its evidence `file:line`.
+
+Never cut, on any width: the first line's items move to a next line whole (an item is broken only
+when it is wider than the screen), the reason wraps at words, and the widget is as tall as that.
+"""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
-from ..core.model import RunState
+from ..core.health import disagreement
+from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, RunState
 from ..core.sanitize import clean
 from ..core.verdict import Verdict, counts, mean_reward
 from .fmt import STATUS_LOOK, VERDICT_LOOK, duration, plain
 
-COUNT_ORDER = ("completed", "failed", "never_ran", "missing", "pending")
+COUNT_ORDER = (T_COMPLETED, T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING)
+GAP = "  "
+REASON_MAX = 4000       # characters: a bound for pathological input, never reached by a real reason
+
+
+class Items(Text):
+    """A Text made of items separated by GAP: `breaks` are where a line may be broken."""
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.breaks: list[int] = []
+
+    def gap(self) -> None:
+        self.breaks.append(len(self))
+        self.append(GAP)
+
+
+def pack(t: Text, width: int) -> Text:
+    """`t`'s items on as many lines as `width` needs (items whole, unless one alone is wider)."""
+    breaks = getattr(t, "breaks", [])
+    if width <= 0 or t.cell_len <= width or not breaks:
+        return t
+    pieces, start = [], 0
+    for b in breaks + [len(t)]:
+        pieces.append(t[start:b])
+        start = b + len(GAP)
+    lines: list[Text] = []
+    for piece in pieces:
+        if lines and lines[-1].cell_len + len(GAP) + piece.cell_len <= width:
+            lines[-1].append(GAP)
+            lines[-1].append_text(piece)
+        else:
+            lines.append(piece.copy())
+    out = Text("\n").join(lines)
+    out.end = ""
+    return out
 
 
 def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], elapsed: Optional[float],
                  done_total: tuple[int, int], rate: Optional[float], eta: Optional[float]) -> Text:
-    t = Text(no_wrap=True, end="")
+    t = Items(no_wrap=True, end="")
     if state is None or v is None:
         t.append(" ◌ WAITING ", style="bold black on grey62")
-        t.append("  ")
+        t.gap()
         t.append_text(plain(name, 60, "bold"))
-        t.append("  no Gym files here yet; watching", style="dim")
+        t.gap()
+        t.append("no Gym files here yet; watching", style="dim")
         return t
     label, style = VERDICT_LOOK.get(v.name, (v.name.upper(), "bold"))
     t.append(f" {label} ", style=style)
-    t.append("  ")
+    t.gap()
     t.append_text(plain(name, 40, "bold"))
     if elapsed is not None:
-        t.append(f"  ⏱ {duration(elapsed)}")
+        t.gap()
+        t.append(f"⏱ {duration(elapsed)}")
     ready = sum(1 for s in state.servers.values() if s.became_ready)
     n = len(state.servers)
-    t.append("  servers ")
+    t.gap()
+    t.append("servers ")
     t.append(f"{ready}/{n} ready", style="green" if n and ready == n else "yellow")
     done, total = done_total
-    t.append(f"  trials {done}/{total or '?'}")
+    t.gap()
+    t.append(f"trials {done}/{total or '?'}")
     if rate is not None:
         t.append(f" · {rate:.2f}/s")
     if eta is not None:
@@ -44,31 +89,69 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
     for k in COUNT_ORDER:
         if c[k]:
             label, style, _ = STATUS_LOOK[k]
-            t.append("  ")
+            t.gap()
             t.append(f"{label.split()[0]}{c[k]}", style=style)
     mr = mean_reward(state)
     if mr is not None:
-        t.append(f"  mean reward {mr:.3f}")
+        t.gap()
+        t.append(f"mean reward {mr:.3f}")
+    h = state.health_totals
+    if h is not None:
+        t.gap()
+        t.append(f"Gym health {h.healthy}✓ {h.unhealthy}✗ {h.unobserved}?", style="dim")
+        odd = sum(1 for tr in state.trials.values() if disagreement(tr.status, state.health.get(tr.key)))
+        if odd:
+            t.append(f" ≠{odd}", style="bold yellow")
     return t
 
 
 def reason_text(state: Optional[RunState], v: Optional[Verdict], waiting: str, mode: str = "") -> Text:
-    t = Text(no_wrap=True, end="")
+    """The verdict's evidence `file:line` and its reason, whole (they wrap; nothing is cut)."""
+    t = Text(end="", overflow="fold")
     if mode:
         t.append(f"[{clean(mode)}] ", style="dim")      # file names in it: never markup, no escapes
     if v is None:
-        t.append_text(plain(waiting, 300, "dim"))
+        t.append_text(plain(waiting, REASON_MAX, "dim"))
         return t
     if v.evidence is not None:
         t.append("see ", style="dim")
-        t.append_text(plain(v.evidence.where(), 60, "underline"))
+        t.append_text(plain(v.evidence.where(), REASON_MAX, "underline"))
         t.append(" (!)  ", style="dim")
-    t.append_text(plain(v.reason, 300))
+    t.append_text(plain(v.reason, REASON_MAX))
     return t
 
 
-class Summary(Static):
+class Summary(Widget):
+    """Two kinds of line: the items of `line1`, packed to the width; `line2`, word-wrapped. As
+    tall as they need (`height: auto` measures with the width it is given)."""
+
+    DEFAULT_CSS = "Summary { height: auto; }"
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._line1: Text = Text()
+        self._line2: Text = Text()
+        self._width = 0            # the width the last layout measured at
+
     def show(self, line1: Text, line2: Text) -> None:
-        text = Text("\n").join([line1, line2])
-        text.no_wrap, text.overflow = True, "ellipsis"
-        self.update(text)
+        self._line1, self._line2 = line1, line2
+        self.refresh(layout=True)
+
+    def text(self, width: int) -> Text:
+        line2 = self._line2.copy()
+        line2.no_wrap, line2.overflow = False, "fold"
+        out = Text("\n").join([pack(self._line1, width), line2])
+        out.no_wrap, out.overflow, out.end = False, "fold", ""
+        return out
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        self._width = width
+        return len(self.text(width).wrap(self.app.console, max(1, width), overflow="fold"))
+
+    def render(self) -> Text:
+        width = self.content_region.width or self._width
+        t = self.text(width)
+        if width > 0:      # wrapped here, the way the height was measured: no line is lost
+            t = Text("\n").join(t.wrap(self.app.console, width, overflow="fold"))
+            t.no_wrap, t.end = True, ""
+        return t

@@ -8,6 +8,7 @@ Here a row is just its trial's key in a sorted list; its cells are made when it 
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 from typing import Optional
 
 from rich.segment import Segment
@@ -21,24 +22,26 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..core.model import RunState, Trial, TrialKey
+from ..core.health import disagreement
+from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, GymHealth, RunState, Trial, TrialKey
 from ..core.sanitize import clean
-from .fmt import STATUS_LOOK, plain, reward
+from .fmt import GYM_HEALTH_LOOK, STATUS_LOOK, ComponentLooks, plain, reward
+from .layout import KEEP, fit_columns
 
 COLUMNS = (("task", "Task"), ("rollout", "Roll"), ("attempt", "Att"), ("status", "Status"),
-           ("reward", "Reward"), ("tokens", "Tokens in/out"), ("why", "Failure"))
-FILTERS = ("all", "failed", "never_ran", "missing", "pending")
+           ("gym", "Gym"), ("reward", "Reward"), ("tokens", "Tokens in/out"), ("why", "Failure"))
+FILTERS = ("all", T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING, "reward_0", "wrong")   # "all", a status, or one of two
+# "Why did 30 trials score 0?": reward_0 lists every trial with a 0 reward (recorded, or withheld
+# because it never ran) so their statuses tell them apart; wrong: completed, answered, scored 0.
+FILTER_WORDS = {"reward_0": "reward 0", "wrong": "completed but 0", T_NEVER_RAN: "never-ran"}
 SORTS = ("key", "status", "reward", "tokens")
-SEVERITY = {"never_ran": 0, "failed": 1, "missing": 2, "pending": 3, "completed": 4}
+SEVERITY = {T_NEVER_RAN: 0, T_FAILED: 1, T_MISSING: 2, T_PENDING: 3, T_COMPLETED: 4}
 WHY_MAX = 100           # characters of a failure shown in its cell
 RESORT_SHARE = 16       # more changed trials than rows / this: sort the whole list again
-HEADER_STYLE = Style(bold=True)
-CURSOR_STYLE = Style(bgcolor="#264f78")          # under the cells' own colours
-BLUR_CURSOR_STYLE = Style(bgcolor="grey23")
 
 
 def sort_value(t: Trial, by: str) -> tuple:
-    k = (t.task_index, t.rollout_index, -1 if t.attempt_index is None else t.attempt_index)
+    k = (t.task_index, t.rollout_index)
     if by == "status":
         return (SEVERITY.get(t.status, 9),) + k
     if by == "reward":
@@ -48,8 +51,15 @@ def sort_value(t: Trial, by: str) -> tuple:
     return k
 
 
+class Desc(tuple):
+    """A sort value that sorts the other way (bisect and sorted only use `<`)."""
+
+    def __lt__(self, other):
+        return tuple.__gt__(self, other)
+
+
 def _reward(t: Trial) -> str:
-    if t.status == "never_ran":
+    if t.status == T_NEVER_RAN:
         return "withheld" + (f" ({t.withheld_reward:g})" if t.withheld_reward is not None else "")
     return reward(t.reward)
 
@@ -62,54 +72,106 @@ def _tokens(t: Trial) -> str:
 
 
 def _why(t: Trial) -> str:
-    why = t.failure_class + (": " if t.failure_class and t.message else "") + t.message
-    if t.status == "never_ran" and not why:
+    head = " ".join(x for x in (t.failure_class, f"HTTP {t.http_status}" if t.http_status else "") if x)
+    why = head + (": " if head and t.message else "") + t.message
+    if t.status == T_NEVER_RAN and not why:
         why = "model never called (empty output, zero usage)"
-    if t.status == "missing" and not why:
+    if t.status == T_MISSING and not why:
         why = "no row: the collector ended without it"
     return why
 
 
-def cells(t: Trial) -> tuple[Text, ...]:
+def _attempt(t: Trial) -> str:
+    """The attempt the status comes from, and how many were seen when more than one."""
+    att = "" if t.attempt_index is None else str(t.attempt_index)
+    if t.earlier:
+        att += f" ×{len(t.earlier) + 1}"
+    return att.strip()
+
+
+def _gym(t: Trial, gym: Optional[GymHealth]) -> Text:
+    """Gym's own health verdict on the trial; `≠` where it disagrees with gymwatch's status."""
+    if gym is None:
+        return Text("")
+    label, style = GYM_HEALTH_LOOK.get(gym.verdict, (gym.verdict, ""))
+    if disagreement(t.status, gym):
+        return Text(f"≠ {label}", style="bold yellow")
+    return Text(label, style=style)
+
+
+def cells(t: Trial, gym: Optional[GymHealth] = None) -> tuple[Text, ...]:
     """A trial's row, one Text a column (untrusted text through `plain`: never markup)."""
     label, style, row_style = STATUS_LOOK.get(t.status, (t.status, "", ""))
-    att = "" if t.attempt_index is None else str(t.attempt_index)
     return (Text(str(t.task_index), style=row_style), Text(str(t.rollout_index), style=row_style),
-            Text(att, style=row_style), Text(label, style=style), Text(_reward(t), style=row_style),
-            Text(_tokens(t), style=row_style), plain(_why(t), WHY_MAX, row_style))
+            Text(_attempt(t), style=row_style), Text(label, style=style), _gym(t, gym),
+            Text(_reward(t), style=row_style), Text(_tokens(t), style=row_style),
+            plain(_why(t), WHY_MAX, row_style))
 
 
-class TrialsTable(ScrollView, can_focus=True):
+class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
+    """A virtual list of the run's trials. Enter or a click posts Chosen, `l` CauseRequested; the
+    app acts on them and hands the state down in `rebuild()` / `update()`."""
+
+    COMPONENT_CLASSES = {"trials--header", "trials--cursor", "trials--cursor-blurred"}
     DEFAULT_CSS = """
     TrialsTable { background: $surface; }
     TrialsTable:focus { background-tint: $foreground 3%; }
+    TrialsTable > .trials--header { text-style: bold; }
+    TrialsTable > .trials--cursor { background: $primary 50%; }
+    TrialsTable > .trials--cursor-blurred { background: $block-cursor-blurred-background; }
     """
     BINDINGS = [
-        Binding("v", "cycle_filter", "Filter"), Binding("s", "cycle_sort", "Sort"),
-        Binding("l", "open_cause", "Cause log"),
-        Binding("up", "cursor(-1)", show=False), Binding("down", "cursor(1)", show=False),
-        Binding("k", "cursor(-1)", show=False), Binding("j", "cursor(1)", show=False),
-        Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
-        Binding("home", "edge(0)", show=False), Binding("end", "edge(1)", show=False),
-        Binding("enter", "choose", show=False),
+        Binding("v", "cycle_filter", "Filter", id="trials.filter"),
+        Binding("s", "cycle_sort", "Sort", id="trials.sort"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, id="trials.reverse-sort"),
+        Binding("l", "open_cause", "Cause log", id="trials.cause-log"),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="trials.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="trials.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="trials.page-up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="trials.page-down"),
+        Binding("home,g", "edge(0)", "First trial", show=False, id="trials.first"),
+        Binding("end,G", "edge(1)", "Last trial", show=False, id="trials.last"),
+        Binding("enter", "choose", "Open trial", show=False, id="trials.open"),
+        Binding("left", "scroll_left", "Scroll left", show=False, id="trials.scroll-left"),
+        Binding("right", "scroll_right", "Scroll right", show=False, id="trials.scroll-right"),
+        Binding("ctrl+pageup", "page_left", "Page left", show=False, id="trials.page-left"),
+        Binding("ctrl+pagedown", "page_right", "Page right", show=False, id="trials.page-right"),
     ]
 
+    @dataclass
     class Chosen(Message):
-        """Enter (or a click) on a trial: show what is behind it."""
+        """Enter (or a click) on a trial: show what is behind it (its card)."""
 
-        def __init__(self, table: "TrialsTable", trial: Trial) -> None:
-            super().__init__()
-            self.table, self.trial = table, trial
+        table: TrialsTable
+        trial: Trial
+
+        @property
+        def control(self) -> TrialsTable:
+            return self.table
+
+    @dataclass
+    class CauseRequested(Message):
+        """`l` on a trial: show the log line where its cause is."""
+
+        table: TrialsTable
+        trial: Trial
+
+        @property
+        def control(self) -> TrialsTable:
+            return self.table
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self.state: Optional[RunState] = None
-        self.view = "all"
+        self.filter_by = "all"      # a FILTERS name
         self.sort_by = "key"
+        self.descending = False
         self.cursor = 0
         self._order: list[tuple[tuple, TrialKey]] = []     # (sort value, key) of the rows, sorted
         self._sv: dict[TrialKey, tuple] = {}               # key -> its sort value in _order
         self._widths = [len(label) for _, label in COLUMNS]   # grow with the widest cell seen
+        self._filled = [False] * len(COLUMNS)                 # columns some row has text in
+        self._shown, self._fit = list(range(len(COLUMNS))), list(self._widths)   # layout.fit_columns
 
     def on_mount(self) -> None:
         self._title()
@@ -121,20 +183,22 @@ class TrialsTable(ScrollView, can_focus=True):
 
     def rebuild(self, state: Optional[RunState]) -> None:
         """All rows again: on a reset, or a filter or sort change."""
-        here = self._key_at(self.cursor)
-        if state is not self.state and state is not None:      # a new model: size the columns
+        here = self.key_at(self.cursor)
+        new_model = state is not self.state and state is not None
+        self.state = state           # before sizing: a cell's width reads the model (Gym's verdicts)
+        if new_model:                # a new model: size the columns
             self._widths = [len(label) for _, label in COLUMNS]
+            self._filled = [False] * len(COLUMNS)
             for t in state.trials.values():
                 self._widen(t)
-        self.state = state
-        trials = [t for t in state.trials.values() if self._in_view(t)] if state is not None else []
-        self._sv = {t.key: sort_value(t, self.sort_by) for t in trials}
+        trials = [t for t in state.trials.values() if self._kept(t)] if state is not None else []
+        self._sv = {t.key: self._value(t) for t in trials}
         self._order = sorted((v, k) for k, v in self._sv.items())
         self._after_change(here, scroll=True)        # a user's sort or filter: show the cursor
 
     def update(self, state: RunState, changed: set[TrialKey], removed: set[TrialKey]) -> None:
         """A poll's changes: rows move, appear and go; nothing else is touched."""
-        here = self._key_at(self.cursor)
+        here = self.key_at(self.cursor)
         self.state = state
         for key in removed:
             self._drop(key)
@@ -148,11 +212,11 @@ class TrialsTable(ScrollView, can_focus=True):
         self._after_change(here)
 
     def _place(self, key: TrialKey, t: Optional[Trial], resort: bool) -> None:
-        if t is None or not self._in_view(t):
+        if t is None or not self._kept(t):
             self._drop(key)
             return
         self._widen(t)
-        new = sort_value(t, self.sort_by)
+        new = self._value(t)
         old = self._sv.get(key)
         if old == new:
             return
@@ -174,9 +238,11 @@ class TrialsTable(ScrollView, can_focus=True):
 
     def _after_change(self, here: Optional[TrialKey], scroll: bool = False) -> None:
         """Keep the cursor on its trial (rows above it may have come or gone) and redraw."""
-        self.virtual_size = Size(sum(self._widths) + 2 * len(COLUMNS), len(self._order) + 1)
-        if here is not None and here in self._sv:
-            self._move(self._index_of(here), scroll=scroll)
+        self._fit_columns()
+        self.virtual_size = Size(sum(self._fit) + 2 * len(self._fit), len(self._order) + 1)
+        i = self.index_of(here) if here is not None else None
+        if i is not None:
+            self._move(i, scroll=scroll)
         else:
             self.cursor = max(0, min(self.cursor, len(self._order) - 1))
         self.refresh()
@@ -184,27 +250,37 @@ class TrialsTable(ScrollView, can_focus=True):
 
     def _widen(self, t: Trial) -> None:
         w = self._widths
-        att = len(str(t.attempt_index)) if t.attempt_index is not None else 0
         label = STATUS_LOOK.get(t.status, (t.status,))[0]
         why = min(len(_why(t)), WHY_MAX)
-        for i, n in enumerate((len(str(t.task_index)), len(str(t.rollout_index)), att, len(label),
-                               len(_reward(t)), len(_tokens(t)), why)):
+        gym = len(_gym(t, self.state.health.get(t.key)).plain) if self.state is not None else 0
+        for i, n in enumerate((len(str(t.task_index)), len(str(t.rollout_index)), len(_attempt(t)), len(label),
+                               gym, len(_reward(t)), len(_tokens(t)), why)):
             if n > w[i]:
                 w[i] = n
+            if n:
+                self._filled[i] = True
 
-    def _key_at(self, i: int) -> Optional[TrialKey]:
+    def key_at(self, i: int) -> Optional[TrialKey]:
+        """The trial row `i` shows (None past the last row)."""
         return self._order[i][1] if 0 <= i < len(self._order) else None
 
-    def _index_of(self, key: TrialKey) -> int:
-        return bisect.bisect_left(self._order, (self._sv[key], key))
+    def _kept(self, t: Trial) -> bool:
+        """Does the filter keep `t`?"""
+        if self.filter_by == "reward_0":
+            return t.reward == 0 or (t.reward is None and t.withheld_reward == 0)
+        if self.filter_by == "wrong":
+            return t.status == T_COMPLETED and t.reward == 0
+        return self.filter_by == "all" or t.status == self.filter_by
 
-    def _in_view(self, t: Trial) -> bool:
-        return self.view == "all" or t.status == self.view
+    def _value(self, t: Trial) -> tuple:
+        v = sort_value(t, self.sort_by)
+        return Desc(v) if self.descending else v
 
     def _title(self) -> None:
         n = len(self.state.trials) if self.state else 0
-        shown = "" if self.view == "all" else f" · showing {self.view.replace('_', '-')} ({self.row_count})"
-        self.border_title = f"Trials {n}{shown} · sort: {self.sort_by}"
+        shown = "" if self.filter_by == "all" else \
+            f" · showing {FILTER_WORDS.get(self.filter_by, self.filter_by)} ({self.row_count})"
+        self.border_title = f"Trials {n}{shown} · sort: {self.sort_by}{' (reversed)' if self.descending else ''}"
         self._subtitle()
 
     def _subtitle(self) -> None:
@@ -217,23 +293,23 @@ class TrialsTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if y == 0:
-            return self._strip([Text(label) for _, label in COLUMNS], width, HEADER_STYLE)
+            return self._strip([Text(label) for _, label in COLUMNS], width, self.look("trials--header"))
         i = int(self.scroll_y) + y - 1
-        key = self._key_at(i)
+        key = self.key_at(i)
         t = self.state.trials.get(key) if key is not None and self.state is not None else None
         if t is None:
             return Strip.blank(width, self.rich_style)
-        strip = self._strip(cells(t), width)
+        strip = self._strip(cells(t, self.state.health.get(t.key)), width)
         if i == self.cursor:
-            strip = strip.apply_style(CURSOR_STYLE if self.has_focus else BLUR_CURSOR_STYLE)
+            strip = strip.apply_style(self.look("trials--cursor" if self.has_focus else "trials--cursor-blurred"))  # under the cells' colours
         return strip
 
     def _strip(self, row, width: int, style: Optional[Style] = None) -> Strip:
         """Cells padded to their column's width (one space each side), cut to the view."""
         segs: list[Segment] = []
         console = self.app.console
-        for text, w in zip(row, self._widths):
-            t = text.copy()
+        for i, w in zip(self._shown, self._fit):
+            t = row[i].copy()
             t.truncate(w, overflow="ellipsis", pad=True)
             if t.style:               # render() leaves a Text's own style out: make it a span
                 t.spans.insert(0, Span(0, len(t), t.style))
@@ -247,11 +323,26 @@ class TrialsTable(ScrollView, can_focus=True):
 
     def _column_at(self, x: int) -> Optional[str]:
         edge = -int(self.scroll_x)
-        for (key, _), w in zip(COLUMNS, self._widths):
+        for i, w in zip(self._shown, self._fit):
             edge += w + 2
             if x < edge:
-                return key
+                return COLUMNS[i][0]
         return COLUMNS[-1][0]
+
+    # --- fitting the pane (layout.py decides) ---------------------------------------------
+    def _fit_columns(self) -> None:
+        self._shown, self._fit = fit_columns([k for k, _ in COLUMNS], self._widths, self._filled,
+                                             self.scrollable_content_region.width)
+
+    def natural_width(self) -> int:
+        """Columns this pane needs to show every column some row fills, whole (borders and the
+        scrollbar in): what layout.fit_panes sizes it to, room allowing."""
+        cols = [w + 2 for (key, _), w, f in zip(COLUMNS, self._widths, self._filled) if f or key in KEEP]
+        bar = self.styles.scrollbar_size_vertical if self.row_count + 1 > self.scrollable_content_region.height else 0
+        return sum(cols) + 2 + bar
+
+    def on_resize(self) -> None:
+        self._after_change(self.key_at(self.cursor))
 
     # --- moving -------------------------------------------------------------------------
     def _move(self, i: int, scroll: bool = True) -> None:
@@ -303,8 +394,8 @@ class TrialsTable(ScrollView, can_focus=True):
         self.refresh()
 
     # --- user actions -------------------------------------------------------------------
-    def set_view(self, view: str) -> None:
-        self.view = view
+    def set_filter(self, by: str) -> None:
+        self.filter_by = by
         self.rebuild(self.state)
 
     def set_sort(self, by: str) -> None:
@@ -314,35 +405,43 @@ class TrialsTable(ScrollView, can_focus=True):
     def action_open_cause(self) -> None:
         t = self.trial_at_cursor()
         if t is not None:
-            self.app.open_trial_cause(t)   # type: ignore[attr-defined]
+            self.post_message(self.CauseRequested(self, t))
 
     def action_cycle_filter(self) -> None:
-        self.set_view(FILTERS[(FILTERS.index(self.view) + 1) % len(FILTERS)])
+        self.set_filter(FILTERS[(FILTERS.index(self.filter_by) + 1) % len(FILTERS)])
 
     def action_cycle_sort(self) -> None:
         self.set_sort(SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)])
 
+    def action_reverse_sort(self) -> None:
+        self.descending = not self.descending
+        self.rebuild(self.state)
+
     def trial_at_cursor(self) -> Optional[Trial]:
-        key = self._key_at(self.cursor)
+        key = self.key_at(self.cursor)
         return self.state.trials.get(key) if key is not None and self.state is not None else None
 
     def row_cells(self, i: int) -> tuple[Text, ...]:
         """The cells row `i` shows (tests and screenshots read the table through this)."""
-        key = self._key_at(i)
+        key = self.key_at(i)
         if key is None or self.state is None:
             raise IndexError(i)
-        return cells(self.state.trials[key])
+        return cells(self.state.trials[key], self.state.health.get(key))
 
     def cell(self, key: TrialKey, column: str) -> Text:
         """What trial `key`'s row shows in `column` (a key of COLUMNS)."""
         assert self.state is not None
-        return cells(self.state.trials[key])[[c for c, _ in COLUMNS].index(column)]
+        return cells(self.state.trials[key], self.state.health.get(key))[[c for c, _ in COLUMNS].index(column)]
 
     def index_of(self, key: TrialKey) -> Optional[int]:
-        return self._index_of(key) if key in self._sv else None
+        """The row showing trial `key`; None when the filter leaves it out."""
+        if key not in self._sv:
+            return None
+        return bisect.bisect_left(self._order, (self._sv[key], key))
 
     def select(self, key: TrialKey) -> bool:
-        if key not in self._sv:
+        i = self.index_of(key)
+        if i is None:
             return False
-        self._move(self._index_of(key))
+        self._move(i)
         return True

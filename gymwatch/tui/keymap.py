@@ -1,0 +1,89 @@
+"""The user's keymap file: binding id = "keys", applied with `App.set_keymap`.
+
+Where: $GYMWATCH_KEYMAP, else $XDG_CONFIG_HOME/gymwatch/keymap.toml (~/.config when unset).
+Example:
+
+    "gymwatch.maximize" = "Z"          # quoted: a bare dotted key is a TOML table
+    [trials]
+    filter = "F,ctrl+f"                # the same as "trials.filter"
+
+Whatever is wrong in it (bad TOML, an unknown id, a key Textual cannot name) is a one-line
+problem naming the file; the good entries still apply. Nothing here may raise into the app.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Iterable, Optional
+
+from textual.keys import Keys, key_to_character
+
+MODIFIERS = {"ctrl", "shift", "alt", "meta", "super", "hyper"}
+KNOWN_KEYS = {k.value for k in Keys}
+
+
+def path() -> Path:
+    explicit = os.environ.get("GYMWATCH_KEYMAP")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "gymwatch" / "keymap.toml"
+
+
+def load(known: Iterable[str], where: Optional[Path] = None) -> tuple[Path, dict[str, str], list[str]]:
+    """(the file, {binding id: keys} of its good entries, one line per problem). No file: nothing."""
+    p = where or path()
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return p, {}, []
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        return p, {}, [f"keymap {p}: {one_line(e)}; not used"]
+    return p, *check(flatten(raw), set(known), p)
+
+
+def flatten(table: dict, prefix: str = "") -> dict[str, object]:
+    """`[trials] filter = "F"` and `"trials.filter" = "F"` both as {"trials.filter": "F"}."""
+    out: dict[str, object] = {}
+    for k, v in table.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, name + "."))
+        else:
+            out[name] = v
+    return out
+
+
+def check(entries: dict[str, object], known: set[str], p: Path) -> tuple[dict[str, str], list[str]]:
+    good: dict[str, str] = {}
+    problems: list[str] = []
+    for bid, keys in entries.items():
+        why = problem(bid, keys, known)
+        if why:
+            problems.append(f"keymap {p}: {bid}: {why}; ignored")
+        else:
+            good[bid] = ",".join(k.strip() for k in str(keys).split(","))
+    return good, problems
+
+
+def problem(bid: str, keys: object, known: set[str]) -> str:
+    if bid not in known:
+        return "no such binding (? lists the ids)"
+    if not isinstance(keys, str) or not keys.strip():
+        return 'keys must be a string such as "z" or "ctrl+z,f2"'
+    bad = [k.strip() for k in keys.split(",") if not valid_key(k.strip())]
+    return f"unknown key {bad[0]!r}" if bad else ""
+
+
+def valid_key(key: str) -> bool:
+    """A key Textual can name: a character, or a key name, after any modifiers."""
+    *mods, name = key.split("+")
+    if not name or any(m not in MODIFIERS for m in mods):
+        return False
+    return len(name) == 1 or name in KNOWN_KEYS or key_to_character(name) is not None
+
+
+def one_line(e: Exception) -> str:
+    return " ".join(str(e).split())[:200] or type(e).__name__
