@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from .. import __version__
 
-VERSION = f"2:{__version__}"     # summaries depend on the reducer: a new gymwatch rereads
+VERSION = f"3:{__version__}"     # summaries depend on the reducer: a new gymwatch rereads
 MAX_ENTRIES = 50_000
 
 

@@ -6,25 +6,34 @@ import os
 import time
 from typing import Any, Optional
 
+from ..core.model import (
+    V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
+    V_STARTING, V_STARTUP_FAILED,
+)
 from ..core.sanitize import clean
 
-# (key, header): the list's columns, left to right.
+# (key, header): the list's columns, left to right: the run and its verdict first.
 COLUMNS = (
-    ("started", "started"), ("name", "environment / agent"), ("servers", "servers"),
-    ("completed", "ok"), ("failed", "failed"), ("never_ran", "never ran"), ("missing", "missing"),
-    ("reward", "reward"), ("verdict", "verdict"), ("duration", "duration"), ("path", "path"),
+    ("run", "run"), ("verdict", "verdict"), ("started", "started"), ("completed", "ok"), ("failed", "failed"),
+    ("never_ran", "never ran"), ("missing", "missing"), ("reward", "reward"), ("duration", "duration"),
+    ("servers", "servers"), ("name", "environment / agent"),
 )
-VERDICT_ORDER = ("startup_failed", "no_agent_ran", "collection_aborted", "incomplete", "some_never_ran",
-                 "error", "starting", "collecting", "ok")
+# Columns a narrow screen drops, first dropped first (run and verdict always stay).
+DROP_ORDER = ("name", "servers", "duration", "never_ran", "failed", "reward", "started", "missing", "completed")
+PROBLEM = "problem"     # the verdict filter for every verdict but ok
+ERROR = "error"         # a run the summary could not read (listed, never hidden)
+# Worst first: the verdict filter's cycle and the verdict sort.
+VERDICT_ORDER = (V_STARTUP_FAILED, V_NO_AGENT_RAN, V_COLLECTION_ABORTED, V_INCOMPLETE, V_SOME_NEVER_RAN,
+                 V_SOME_FAILED, ERROR, V_STARTING, V_COLLECTING, V_OK)
 
 
 def started(ts: Optional[float]) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "?"    # ?: the run records none
 
 
 def duration(seconds: Optional[float]) -> str:
     if seconds is None:
-        return "-"
+        return "?"
     s = int(seconds)
     if s < 60:
         return f"{s}s"
@@ -52,7 +61,7 @@ def cells(run: dict[str, Any], roots: list[str]) -> dict[str, str]:
     t = run.get("trials") or {}
     failed = run.get("servers_failed")
     known = run.get("servers")
-    servers = ("-" if known is None else str(known)) + (f" ({failed} failed)" if failed else "")
+    servers = ("?" if known is None else str(known)) + (f" ({failed} failed)" if failed else "")
     reward = run.get("mean_reward")
     return {
         "started": started(run.get("started")), "name": name(run), "servers": servers,
@@ -60,7 +69,7 @@ def cells(run: dict[str, Any], roots: list[str]) -> dict[str, str]:
         "never_ran": str(t.get("never_ran", 0)), "missing": str(t.get("missing", 0)),
         "reward": "-" if reward is None else f"{reward:.3f}",
         "verdict": run.get("verdict", "?") + ("~" if run.get("sampled") else ""),
-        "duration": duration(run.get("duration")), "path": clean(rel(run["path"], roots)),
+        "duration": duration(run.get("duration")), "run": clean(rel(run["path"], roots)),
     }
 
 
@@ -76,3 +85,13 @@ def text_table(runs: list[dict[str, Any]], roots: list[str]) -> str:
     lines.append(f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
                  + ("  (~ = a log too big to read whole was sampled)" if any(r.get("sampled") for r in runs) else ""))
     return "\n".join(lines) + "\n"
+
+
+def fit(widths: dict[str, int], room: int) -> list[str]:
+    """The columns that fit in `room` cells (each takes its width plus 2 of padding), dropping
+    by DROP_ORDER; run and verdict always stay."""
+    keep = [k for k, _ in COLUMNS]
+    drop = list(DROP_ORDER)
+    while drop and sum(widths[k] + 2 for k in keep) > room:
+        keep.remove(drop.pop(0))
+    return keep

@@ -7,7 +7,9 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from ..core.procs import usable_cpus
 from .cache import SummaryCache
+from .procscan import ProcessSweep
 from .scan import signature, walk
+from .summary import still_true
 from .workers import BrokenPool, WorkerPool, make
 
 # A worker process costs ~0.2 s to start (it imports the core), so a pool pays off only for
@@ -22,11 +24,14 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     """Summaries of every run under `roots`, in walk order; `on_run` sees each as soon as it
     is there. Uncached runs are summarised by `jobs` processes (default: one a core, up to 4)
     when there are enough of them. `stop()` true: return what is listed so far (the cache
-    keeps what was made)."""
+    keeps what was made). A cached summary whose verdict depended on liveness is made again
+    when that changed (summary.still_true): a process came or went, or the files fell quiet."""
     cache = cache if cache is not None else SummaryCache()
+    sweep = ProcessSweep()            # the process table, read once and only if a run needs it
     found = list(walk(roots))
     sigs = [signature(f) for f in found]
     summaries = [cache.get(str(f.path), s) for f, s in zip(found, sigs)]
+    summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
     cold = [i for i, s in enumerate(summaries) if s is None]
     jobs = default_jobs() if jobs is None else jobs
     workers = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
@@ -39,7 +44,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
                 break
             summary = summaries[i]
             if summary is None:
-                summary, made = _next(made, f.path, sig)
+                summary, made = _next(made, f.path, sig, sweep)
                 if summary is None:
                     continue
                 cache.put(str(f.path), sig, summary)
@@ -68,14 +73,15 @@ def _pool(workers: int) -> Optional[WorkerPool]:
         return None
 
 
-def _next(made: Optional[Iterator], path, sig: list) -> tuple[Optional[dict], Optional[Iterator]]:
+def _next(made: Optional[Iterator], path, sig: list,
+          sweep: Optional[ProcessSweep] = None) -> tuple[Optional[dict], Optional[Iterator]]:
     """The next summary from the pool, or made here if there is no pool (any more)."""
     if made is not None:
         try:
             return next(made), made
         except (BrokenPool, StopIteration):   # a worker died: go on here
             pass
-    return make(path, sig), None
+    return make(path, sig, sweep), None
 
 
 def default_jobs() -> int:

@@ -30,6 +30,7 @@ SIG_SUBDIRS = ("logs", "gym_run")       # their files are part of a run's cache 
 class Found:
     path: Path
     files: dict[str, os.DirEntry]       # the run dir's own entries, by name
+    dirs: dict[str, str]                # its subdirectories: name -> path
 
 
 def looks_like_run(files: dict[str, os.DirEntry], dirs: set[str]) -> bool:
@@ -49,11 +50,11 @@ def looks_like_run(files: dict[str, os.DirEntry], dirs: set[str]) -> bool:
 def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
     """Run candidates under `roots`, depth first, each directory visited once."""
     seen: set[tuple[int, int]] = set()
-    stack = [Path(r).expanduser().absolute() for r in reversed(list(roots))]
+    stack = [str(Path(r).expanduser().absolute()) for r in reversed(list(roots))]
     while stack:
         d = stack.pop()
         try:
-            st = d.stat()
+            st = os.stat(d)
         except OSError:
             continue
         if (st.st_dev, st.st_ino) in seen:
@@ -61,14 +62,14 @@ def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
         seen.add((st.st_dev, st.st_ino))
         files, dirs = _list(d)
         if looks_like_run(files, set(dirs)):
-            yield Found(d, files)
+            yield Found(Path(d), files, dirs)
             continue
         if "pyvenv.cfg" in files:
             continue
-        stack.extend(Path(dirs[n]) for n in sorted(dirs, reverse=True) if _descend(n))
+        stack.extend(dirs[n] for n in sorted(dirs, reverse=True) if _descend(n))
 
 
-def _list(d: Path) -> tuple[dict[str, os.DirEntry], dict[str, str]]:
+def _list(d: str | Path) -> tuple[dict[str, os.DirEntry], dict[str, str]]:
     files: dict[str, os.DirEntry] = {}
     dirs: dict[str, str] = {}
     try:
@@ -101,11 +102,13 @@ def find_runs(roots: Iterable[str | os.PathLike]) -> Iterator[tuple[Found, RunLa
 
 def signature(found: Found) -> list:
     """(name, size, mtime) of the run dir's files and of its logs/ and gym_run/ dirs: what a
-    summary reads. Cheap: the walk's DirEntry objects cache most of the stat calls."""
+    summary reads. Cheap: the walk's DirEntry objects cache most of the stat calls, and only
+    the subdirectories the walk saw are listed (a warm listing of 1,000 runs is mostly this)."""
     sig = [_entry_sig("", e) for e in found.files.values()]
     for sub in SIG_SUBDIRS:
-        files, _ = _list(found.path / sub)
-        sig.extend(_entry_sig(sub + "/", e) for e in files.values())
+        path = found.dirs.get(sub)
+        if path is not None:
+            sig.extend(_entry_sig(sub + "/", e) for e in _list(path)[0].values())
     sig.sort()
     return sig
 

@@ -23,32 +23,71 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
+from ..core.model import (
+    V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
+    V_STARTING, V_STARTUP_FAILED,
+)
 from ..core.sanitize import clean
 from .cache import SummaryCache
-from .fmt import COLUMNS, VERDICT_ORDER, cells
+from .compare import CompareScreen
+from .fmt import COLUMNS, ERROR, PROBLEM, VERDICT_ORDER, cells, fit
 from .runs import list_runs
 
-VERDICT_STYLE = {"ok": "green", "some_never_ran": "bold magenta", "no_agent_ran": "bold red",
-                 "collection_aborted": "bold red", "startup_failed": "bold red", "incomplete": "yellow",
-                 "error": "red", "starting": "cyan", "collecting": "cyan"}
-SORTS = ("started", "name", "verdict", "reward", "duration", "path")
+VERDICT_STYLE = {V_OK: "green", V_SOME_NEVER_RAN: "bold magenta", V_NO_AGENT_RAN: "bold red",
+                 V_COLLECTION_ABORTED: "bold red", V_STARTUP_FAILED: "bold red", V_INCOMPLETE: "yellow",
+                 V_SOME_FAILED: "yellow", ERROR: "red", V_STARTING: "cyan", V_COLLECTING: "cyan"}
+SORTS = tuple(k for k, _ in COLUMNS)
 FLUSH_EVERY = 0.1       # seconds between batches of runs handed to the UI while scanning
+_COUNT_KEYS = {"completed", "failed", "never_ran", "missing"}
 
 
 def sort_value(run: dict[str, Any], by: str) -> tuple:
+    """Ascending order of a column (unknown values last either way: see sort_key)."""
     if by == "name":
-        return ((run.get("environment") or "~"), (run.get("agent") or ""), run["path"])
+        return ((run.get("environment") or "~"), (run.get("agent") or ""))
     if by == "verdict":
         v = run.get("verdict", "")
-        return (VERDICT_ORDER.index(v) if v in VERDICT_ORDER else 99, run["path"])
+        return (VERDICT_ORDER.index(v) if v in VERDICT_ORDER else 99,)
     if by == "reward":
-        r = run.get("mean_reward")
-        return (r is None, -(r or 0.0), run["path"])
+        return (run.get("mean_reward"),)
+    if by in _COUNT_KEYS:
+        return ((run.get("trials") or {}).get(by, 0),)
+    if by == "servers":
+        return (run.get("servers"),)
     if by == "duration":
-        return (-(run.get("duration") or 0.0), run["path"])
-    if by == "path":
+        return (run.get("duration"),)
+    if by == "run":
         return (run["path"],)
-    return (-(run.get("started") or 0.0), run["path"])
+    return (run.get("started"),)
+
+
+def sort_key(run: dict[str, Any], by: str, reverse: bool) -> tuple:
+    """The table's order: `by` ascending or descending, runs without a value last, then by path.
+    `started` and the numbers read newest / biggest first unless reversed."""
+    desc = by in ("started", "duration", "reward") or by in _COUNT_KEYS
+    desc = desc != reverse
+    vals = sort_value(run, by)
+    unknown = any(v is None for v in vals)
+    if desc and not unknown:
+        vals = tuple(-v if isinstance(v, (int, float)) else _Desc(v) for v in vals)
+    elif unknown:
+        vals = ()
+    return (unknown, vals, run["path"])
+
+
+class _Desc:
+    """A value that sorts the other way (descending strings)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: Any):
+        self.v = v
+
+    def __lt__(self, other: "_Desc") -> bool:
+        return self.v > other.v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Desc) and self.v == other.v
 
 
 @dataclass
@@ -59,10 +98,29 @@ class BrowseState:
     use_cache: bool = True
     runs: list[dict[str, Any]] = field(default_factory=list)
     sort: str = "started"
+    reverse: bool = False
     text: str = ""
-    verdict: Optional[str] = None
+    verdict: Optional[str] = None           # a verdict, or fmt.PROBLEM (every verdict but ok)
     cursor_path: Optional[str] = None
     scanned: bool = False
+    marked: list[str] = field(default_factory=list)     # paths marked to compare (two at most)
+
+
+class RunsTable(DataTable):
+    """The runs: g / home the first row, G / end the last."""
+
+    BINDINGS = [
+        Binding("g,home", "first", "First", show=False, id="browse.first"),
+        Binding("G,end", "last", "Last", show=False, id="browse.last"),
+    ]
+
+    def action_first(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0, animate=False)
+
+    def action_last(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1, animate=False)
 
 
 class BrowseScreen(Screen):
@@ -77,6 +135,9 @@ class BrowseScreen(Screen):
         Binding("slash", "focus_filter", "Filter", key_display="/", id="browse.filter"),
         Binding("v", "cycle_verdict", "Verdict", id="browse.verdict"),
         Binding("s", "cycle_sort", "Sort", id="browse.sort"),
+        Binding("S", "reverse_sort", "Reverse", id="browse.reverse"),
+        Binding("m,space", "mark", "Mark", id="browse.mark"),
+        Binding("c", "compare", "Compare", id="browse.compare"),
         Binding("r", "rescan", "Rescan", id="browse.rescan"),
         Binding("escape", "clear", "Clear filter", show=False),
         Binding("q", "app.quit", "Quit"),
@@ -87,16 +148,28 @@ class BrowseScreen(Screen):
         self.st = state
         self.shown: list[dict[str, Any]] = []
         self._row_run: dict[int, dict[str, Any]] = {}     # id(a row's first cell) -> its run
+        self.columns: list[str] = [k for k, _ in COLUMNS]  # shown now (narrow screens drop some)
+        self._widths: dict[str, int] = {k: len(h) + len(" ▼") for k, h in COLUMNS}   # the label and its sort arrow
 
     def compose(self) -> ComposeResult:
         yield Static(id="browse-title")
         yield Input(self.st.text, placeholder="filter: words in name, path or verdict (/ to type, escape clears)",
                     id="browse-filter")
-        table = DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        for key, header in COLUMNS:
-            table.add_column(header, key=key)
+        table = RunsTable(id="runs", cursor_type="row", zebra_stripes=True)
+        self._add_columns(table)
         yield table
         yield Footer()
+
+    def _add_columns(self, table: DataTable) -> None:
+        for key in self.columns:
+            table.add_column(self._label(key), key=key)
+
+    def _label(self, key: str) -> Text:
+        """A column's label with room for the sort arrow in every column, so the arrow shows
+        whichever column is sorted (a column as narrow as its label cut it off) and a new sort
+        moves no column."""
+        arrow = (" ▲" if self.st.reverse else " ▼") if key == self.st.sort else "  "
+        return Text(dict(COLUMNS)[key] + arrow, no_wrap=True)
 
     @property
     def table(self) -> DataTable:
@@ -108,6 +181,24 @@ class BrowseScreen(Screen):
             self.rebuild()
         else:
             self.scan()
+
+    def on_resize(self) -> None:
+        self._refit()
+
+    def _refit(self, force: bool = False) -> None:
+        """Drop columns by priority until the table fits the screen (run and verdict stay)."""
+        cols = fit(self._widths, max(20, self.size.width - 2))
+        if cols != self.columns or force:
+            self.columns = cols
+            keep = self._selected()
+            table = self.table
+            with self.app.batch_update():
+                table.clear(columns=True)
+                self._add_columns(table)
+                self._row_run.clear()
+                for run in self.shown:
+                    self._add(run)
+            self._keep_cursor(keep)
 
     # --- scanning ----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="scan")
@@ -136,31 +227,41 @@ class BrowseScreen(Screen):
             self.app.call_from_thread(self._scanned)
 
     def _arrived(self, runs: list[dict[str, Any]]) -> None:
+        wider = False
         with self.app.batch_update():
             for run in runs:
                 self.st.runs.append(run)
                 if self._matches(run):
                     self.shown.append(run)
-                    self._add(run)
+                    wider |= self._add(run)
+        if wider:
+            self._refit()
         self._title()
 
     def _scanned(self) -> None:
         self.st.scanned = True
-        self.resort()
+        self.resort(top=True)
 
     # --- the table ---------------------------------------------------------------------
     def _matches(self, run: dict[str, Any]) -> bool:
-        if self.st.verdict and run.get("verdict") != self.st.verdict:
+        want = self.st.verdict
+        if want == PROBLEM:
+            if run.get("verdict") == V_OK:
+                return False
+        elif want and run.get("verdict") != want:
             return False
         words = self.st.text.lower().split()
         hay = " ".join(str(run.get(k) or "") for k in ("environment", "agent", "model", "path", "verdict")).lower()
         return all(w in hay for w in words)
 
+    def _key(self, run: dict[str, Any]) -> tuple:
+        return sort_key(run, self.st.sort, self.st.reverse)
+
     def rebuild(self) -> None:
-        """Refill the table after a filter change (or a rescan), keeping the selected run."""
-        keep = self.st.cursor_path or self._selected()
-        self.shown = sorted((r for r in self.st.runs if self._matches(r)),
-                            key=lambda r: sort_value(r, self.st.sort))
+        """Refill the table after a filter change (or a rescan): the cursor on the first row,
+        or on the run the list came back to."""
+        keep = self.st.cursor_path
+        self.shown = sorted((r for r in self.st.runs if self._matches(r)), key=self._key)
         table = self.table
         with self.app.batch_update():
             table.clear()
@@ -169,36 +270,60 @@ class BrowseScreen(Screen):
                 self._add(run)
         self._keep_cursor(keep)
 
-    def resort(self) -> None:
+    def resort(self, top: bool = False) -> None:
         """Reorder the rows in place: DataTable measures every cell it is given, so re-adding
-        1,000 rows for a new order costs ~0.4 s; sorting them costs milliseconds."""
-        keep = self.st.cursor_path or self._selected()
-        by, runs = self.st.sort, self._row_run
-        self.shown.sort(key=lambda r: sort_value(r, by))
-        self.table.sort(key=lambda row: sort_value(runs[id(row[0])], by))    # same total order
+        1,000 rows for a new order costs ~0.4 s; sorting them costs milliseconds. The cursor
+        stays on its run, or goes to the first row (`top`, or when it was there)."""
+        keep = self.st.cursor_path or (None if top or self.table.cursor_row <= 0 else self._selected())
+        runs, key = self._row_run, self._key
+        self.shown.sort(key=key)
+        table = self.table
+        table.sort(key=lambda row: key(runs[id(row[0])]))      # same total order
+        for col_key, col in table.columns.items():
+            col.label = self._label(str(col_key.value))
+        table.refresh()
         self._keep_cursor(keep)
 
     def _keep_cursor(self, keep: Optional[str]) -> None:
         table = self.table
         if keep is not None and keep in table.rows:
             table.move_cursor(row=table.get_row_index(keep), animate=False)
+        elif table.row_count:
+            table.move_cursor(row=0, animate=False)
         self.st.cursor_path = None
         self._title()
 
-    def _add(self, run: dict[str, Any]) -> None:
+    def _cells(self, run: dict[str, Any]) -> dict[str, Text]:
         c = cells(run, self.st.roots)
-        row = [Text(c[k], no_wrap=True) for k, _ in COLUMNS]
-        row[[k for k, _ in COLUMNS].index("verdict")].stylize(VERDICT_STYLE.get(run.get("verdict", ""), ""))
+        out = {k: Text(v, no_wrap=True) for k, v in c.items()}
+        out["verdict"].stylize(VERDICT_STYLE.get(run.get("verdict", ""), ""))
+        if run["path"] in self.st.marked:
+            mark = "A" if self.st.marked[0] == run["path"] else "B"
+            out["run"] = Text.assemble((f"{mark} ", "bold reverse"), out["run"], no_wrap=True)
+        return out
+
+    def _add(self, run: dict[str, Any]) -> bool:
+        """Add a run's row; True when a cell is wider than its column was (columns may refit)."""
+        c = self._cells(run)
+        wider = False
+        for k, t in c.items():
+            if t.cell_len > self._widths.get(k, 0):
+                self._widths[k] = t.cell_len
+                wider = True
+        row = [c[k] for k in self.columns]
         self._row_run[id(row[0])] = run      # a sort's key function sees the cells, not the key
         self.table.add_row(*row, key=run["path"])
+        return wider
 
     def _title(self) -> None:
         roots = ", ".join(clean(r) for r in self.st.roots)
         n, total = len(self.shown), len(self.st.runs)
         bits = [f"runs under {roots}: {n}" + (f" of {total}" if n != total else ""),
-                f"sort: {self.st.sort}"]
+                f"sort: {self.st.sort}" + (" reversed" if self.st.reverse else "")]
         if self.st.verdict:
-            bits.append(f"verdict: {self.st.verdict}")
+            bits.append("verdict: any problem" if self.st.verdict == PROBLEM else f"verdict: {self.st.verdict}")
+        if self.st.marked:
+            bits.append(f"marked {len(self.st.marked)}/2" + (": c compares" if len(self.st.marked) == 2 else ""))
         if not self.st.scanned:
             bits.append("scanning…")
         self.query_one("#browse-title", Static).update(Text("  ·  ".join(bits)))
@@ -207,13 +332,14 @@ class BrowseScreen(Screen):
         table = self.table
         if not table.row_count:
             return None
-        return self.shown[table.cursor_row]["path"] if table.cursor_row < len(self.shown) else None
+        return self.shown[table.cursor_row]["path"] if 0 <= table.cursor_row < len(self.shown) else None
 
     # --- actions -----------------------------------------------------------------------
     @on(Input.Changed, "#browse-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.st.text = event.value
-        self.rebuild()
+        if event.value != self.st.text:
+            self.st.text = event.value
+            self.rebuild()
 
     @on(Input.Submitted, "#browse-filter")
     def _filter_done(self) -> None:
@@ -221,11 +347,13 @@ class BrowseScreen(Screen):
 
     @on(DataTable.HeaderSelected)
     def _header(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column's header sorts by it; a second click reverses."""
         key = str(event.column_key.value)
-        by = {"completed": "reward", "reward": "reward"}.get(key, key)
-        if by in SORTS:
-            self.st.sort = by
-            self.resort()
+        if key == self.st.sort:
+            self.st.reverse = not self.st.reverse
+        else:
+            self.st.sort, self.st.reverse = key, False
+        self.resort()
 
     @on(DataTable.RowSelected)
     def _row_selected(self) -> None:
@@ -237,24 +365,65 @@ class BrowseScreen(Screen):
     def action_clear(self) -> None:
         box = self.query_one("#browse-filter", Input)
         if box.value or self.st.verdict:
-            self.st.verdict = None
-            box.value = ""           # Input.Changed rebuilds
+            self.st.verdict, self.st.text = None, ""
+            box.value = ""
             self.rebuild()
         self.table.focus()
 
     def action_cycle_verdict(self) -> None:
+        """All, any problem (every verdict but ok), then each verdict present."""
         present = [v for v in VERDICT_ORDER if any(r.get("verdict") == v for r in self.st.runs)]
-        options: list[Optional[str]] = [None, *present]
+        options: list[Optional[str]] = [None, PROBLEM, *present]
         i = options.index(self.st.verdict) if self.st.verdict in options else 0
         self.st.verdict = options[(i + 1) % len(options)]
         self.rebuild()
 
     def action_cycle_sort(self) -> None:
-        self.st.sort = SORTS[(SORTS.index(self.st.sort) + 1) % len(SORTS)]
+        self.st.sort = SORTS[(SORTS.index(self.st.sort) + 1) % len(SORTS)] if self.st.sort in SORTS else SORTS[0]
+        self.st.reverse = False
+        self.resort()
+
+    def action_reverse_sort(self) -> None:
+        self.st.reverse = not self.st.reverse
         self.resort()
 
     def action_rescan(self) -> None:
         self.scan()
+
+    def action_mark(self) -> None:
+        """Mark the run under the cursor to compare (A, then B; a third mark drops A)."""
+        path = self._selected()
+        if path is None:
+            return
+        marked = self.st.marked
+        before = list(marked)
+        if path in marked:
+            marked.remove(path)
+        else:
+            marked.append(path)
+            del marked[:-2]
+        table = self.table
+        for p in set(before) | set(marked):
+            run = next((r for r in self.shown if r["path"] == p), None)
+            if run is not None and p in table.rows:
+                old_cell = table.get_cell(p, "run") if "run" in self.columns else None
+                cell = self._cells(run)["run"]
+                if old_cell is not None:
+                    table.update_cell(p, "run", cell, update_width=False)
+                    if self._row_run.pop(id(old_cell), None) is not None and self.columns[0] == "run":
+                        self._row_run[id(cell)] = run
+        self._title()
+
+    def action_compare(self) -> None:
+        """The two marked runs (or the one marked and the run under the cursor), A then B."""
+        pair = list(self.st.marked)
+        cur = self._selected()
+        if len(pair) == 1 and cur is not None and cur not in pair:
+            pair.append(cur)
+        if len(pair) != 2:
+            self.notify("mark two runs with m (or space), then c compares them", severity="warning")
+            return
+        self.app.push_screen(CompareScreen(pair[0], pair[1], self.st.roots))
 
     def action_open_run(self) -> None:
         path = self._selected()

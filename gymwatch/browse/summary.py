@@ -1,29 +1,46 @@
-"""A run's one-line summary for the list: the core's reducer and verdict, fed cheaply.
+"""A run's one-line summary for the list: the report's own model and verdict, fed cheaply.
 
-Same conclusions as `gymwatch report`: rows (rollouts, failures, materialized inputs) are
-read whole first, because trial counts need every row. When the aggregate metrics exist
-and collection started, the verdict follows from the rows alone (see `verdict.verdict`),
-so the logs are not read at all (`logs_read: false`; servers are counted from logs/, or
-unknown (null) when the servers' output is only in a merged log, as in evaluator bundles).
-Otherwise logs are read whole up to HEAD + TAIL bytes; a bigger log contributes its first
-HEAD and last TAIL bytes only (`sampled`), which keeps startup lines and the end. Names come from a line scan of Hydra's
-`config.yaml` (no YAML parser: that alone cost more than the rest of a small run).
-No process checks: a listed run is judged from its files.
+One truth: a summary is a RunSession (the reducer, settle, verdict) like `gymwatch report`'s,
+with the report's process check (its answers taken from one sweep of the process table for
+the whole listing, procscan.py) and the same judgement of a run whose processes are not seen
+(by its files' activity). What is saved is only which files are read:
+
+- rows (rollouts, failures, materialized inputs) first, whole: trial counts need every row;
+- when the aggregate metrics exist and collection started, the verdict and counts follow from
+  the rows and the collector's own output (`verdict.verdict`; `[rollout_collection]` lines name
+  failed trials), so only Gym's `gym eval run` streams are read on top; the servers then come
+  from the `logs/` dir's names, or, when a run has no per-server logs (evaluator bundles, runs
+  without `+nemo_gym_log_dir`), from reading `gym env start`'s output too;
+- otherwise every log, whole up to HEAD + TAIL bytes; a bigger log contributes its first HEAD
+  and last TAIL bytes (`sampled`, shown as `~`), which keeps startup lines and the end.
+
+Times come from what the run records (core/stamps.py): stamped lines read, plus the first and
+last stamps of the logs the summary skipped; file times only when the run records none.
+Names come from a line scan of Hydra's `config.yaml` (no YAML parser: that alone cost more than
+the rest of a small run).
+
+A summary whose verdict depends on liveness (the collector has not finished) records what it
+was judged on (`liveness`): runs.py makes it again when that changed (a process came or went,
+the files fell quiet), so a cached summary never outlives the truth.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any, Optional
 
-from ..core import config
-from ..core.layout import RunLayout
-from ..core.model import FAILED, RunInfo
+from ..core import config, procs, stamps
+from ..core import gymlines as gl
+from ..core.layout import BOTH, EVAL, RunLayout
+from ..core.model import FAILED, SILENCE, RunInfo, RunState
 from ..core.session import RunSession
-from ..core.tail import Batch, Tailer
+from ..core.tail import Batch, Tailer, as_asked
 from ..core.verdict import counts, mean_reward, verdict
+from .fmt import ERROR
+from .procscan import ProcessSweep
 
 HEAD = 256 << 10
 TAIL = 256 << 10
@@ -31,20 +48,25 @@ _EOL = re.compile(rb"\r\n|\r|\n")
 _AGENT_RE = re.compile(r"^agent_name:\s*['\"]?([^'\"\s#]+)", re.M)
 _MODEL_RE = re.compile(r"^policy_model_name:\s*['\"]?([^'\"\s#]+)", re.M)
 
-
 class HeadTail:
     """Reads a big log once: its first HEAD and last TAIL bytes as complete lines (Tailer-like)."""
 
     def __init__(self, path: str):
         self.path, self.done = path, False
+        self.offset = self.lineno = 0
+        self.mtime: Optional[float] = None      # the file's last write (liveness by files)
+        self.exists = False
 
-    def read(self, final: bool = False, max_bytes: Optional[int] = None) -> Batch:
+    def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False,
+             rows: bool = False) -> Batch:
         batch = Batch()
         if self.done:
             return batch
         self.done = True
         try:
             with open(self.path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                self.mtime, self.exists, self.offset = st.st_mtime, True, st.st_size
                 head = fh.read(HEAD)
                 fh.seek(-TAIL, os.SEEK_END)
                 tail = fh.read(TAIL)
@@ -54,36 +76,146 @@ class HeadTail:
         lines = _EOL.split(head)[:-1]            # the cut last line is dropped
         lines += _EOL.split(tail)[1:]            # and so is the cut first line of the tail
         batch.lines = [(i + 1, raw) for i, raw in enumerate(lines)]   # numbers are not real
-        return batch
+        self.lineno = len(lines)
+        return as_asked(batch, blocks, rows)
+
+
+def all_named(state: RunState) -> bool:
+    """Gym has named every server: all are ready, or its first `0 / N servers ready. Waiting for
+    servers to spin up: [...]` listed them all."""
+    p = state.parent
+    return p.all_ready is not None or (p.ready_count is not None and p.ready_count[0] == 0
+                                       and p.pending is not None and len(p.pending) == p.ready_count[1])
+
+
+class ReadyCut:
+    """`gym env start`'s output for a summary whose rows may decide the verdict: read up to where
+    Gym has named every server (its first `0 / N servers ready` list, else `All N / N servers
+    ready`) and no further, unless the summary then needs everything (it reads on from there)."""
+
+    STEP = 16           # lines handed over at a time, so the cut lands near the line
+
+    def __init__(self, inner, session: "SummarySession"):
+        self.inner, self.session = inner, session
+        self.lines: list = []
+        self.i = 0
+        self.more = True
+        self.cut = False            # stopped before the end of the file
+        self.lineno = 0             # of the last line handed over
+
+    def __getattr__(self, name):     # offset, mtime, exists: the inner tailer's
+        return getattr(self.inner, name)
+
+    def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False,
+             rows: bool = False) -> Batch:
+        s = self.session
+        if s.phase == FIRST and all_named(s.state):
+            self.cut = self.i < len(self.lines) or self.more
+            return Batch()
+        if self.i >= len(self.lines):
+            batch = self.inner.read(final, max_bytes)
+            if batch.error or batch.reset or not batch.lines:
+                self.more = batch.more
+                return batch
+            self.lines, self.i, self.more = batch.lines, 0, batch.more
+        out = Batch()
+        out.lines = self.lines[self.i:self.i + self.STEP]
+        self.i += self.STEP
+        if out.lines:
+            self.lineno = out.lines[-1][0]
+        out.more = self.i < len(self.lines) or self.more
+        self.cut = False
+        return as_asked(out, blocks, rows)
+
+
+# What a summary reads (SummarySession.phase): first the rows and the output every outcome needs
+# (the collector's; `gym env start`'s when there are no per-server logs), then, if the rows do not
+# decide the verdict, everything.
+FIRST, ALL = "first", "all"
 
 
 class SummarySession(RunSession):
     """A RunSession with cheap names, rows first, and logs only when they can matter."""
 
     sampled = False
-    rows_only = False
+    phase = ALL
 
     _info: Optional[RunInfo] = None
     _rows: Optional[set] = None
+    _skipped: Optional[set] = None
+    _logs: Optional[dict] = None
+    _peeked: Optional[dict] = None        # streams looked at, not read: path -> their (first, last) stamps
+    named: frozenset = frozenset()        # servers Gym listed all at once (`0 / N servers ready ...: [...]`)
+    _wants: Optional[dict] = None
+    sweep: Optional[ProcessSweep] = None
 
     def _refresh_info(self) -> None:
         if self._info is None:
             self._info = quick_info(self.layout)
-        self.state.info = self._info
+        self.reducer.run_info(self._info)
 
     def _is_rows(self, path: Path) -> bool:
         if self._rows is None:
             lay = self.layout
-            self._rows = {lay.rollouts, lay.materialized, lay.failures} - {None}
+            self._rows = {lay.rollouts, lay.materialized, lay.failures, lay.health_verdicts} - {None}
         return path in self._rows
+
+    def server_logs(self) -> dict:
+        if self._logs is None:
+            self._logs = self.layout.server_logs()
+        return self._logs
 
     def _rediscover(self) -> bool:
         return False           # a one-shot read of a run just discovered
 
-    def _read(self, path, final, feed, offset_key: str = "") -> bool:
-        if self.rows_only and path is not None and not self._is_rows(path):
+    def _wanted(self, path: Path, offset_key: str) -> bool:
+        if self.phase == ALL:
+            return True
+        if offset_key:
+            return False       # a server's own log: not needed when the rows decide
+        if self._wants is None:
+            self._wants = {}
+        want = self._wants.get(path)
+        if want is None:
+            want = self._wants[path] = self._first_wants(path, offset_key)
+        return want
+
+    def _first_wants(self, path: Path, offset_key: str) -> bool:
+        if self._is_rows(path):
+            return True
+        if offset_key:
+            return False       # a server's own log: not needed when the rows decide
+        stream = self._streams.get(path)
+        if stream is None:
             return False
-        return super()._read(path, final, feed, offset_key)
+        if stream.role not in (EVAL, BOTH):
+            if self.server_logs():
+                return False
+            # no per-server logs: the servers are only here. Gym's first `0 / N servers ready.
+            # Waiting for servers to spin up: [...]` lists them all (the reducer takes its servers
+            # from that line too); without one, read up to where Gym has named them (ReadyCut)
+            names, times = _gym_listed(path)
+            if names is None:
+                return True
+            self.named = self.named | names
+            self._peeked = self._peeked or {}
+            self._peeked[path] = times
+            return False
+        if stream.role == BOTH and not self.server_logs():
+            return True
+        # the collector's lines matter to the verdict only where they name trials ([rollout_collection]
+        # /run failed, rollout dropped from the score): a file without one is left unread
+        mentions, times = _peek(path, b"[rollout_")
+        if not mentions:
+            self._peeked = self._peeked or {}
+            self._peeked[path] = times
+        return mentions
+
+    def _read(self, path, final, feed, offset_key: str = "", blocks: bool = False, rows: bool = False) -> bool:
+        if path is not None and not self._wanted(path, offset_key):
+            self._skipped = (self._skipped or set()) | {path}
+            return False
+        return super()._read(path, final, feed, offset_key, blocks, rows)
 
     def _tailer(self, path: Path, offset_key: str):
         if self._is_rows(path) or offset_key and self.layout.log_offsets.get(offset_key):
@@ -92,21 +224,104 @@ class SummarySession(RunSession):
             big = os.path.getsize(path) > HEAD + TAIL
         except OSError:
             big = False
-        if not big:
-            return Tailer(str(path))
-        self.sampled = True
-        return HeadTail(str(path))
+        if big:
+            self.sampled = True
+        t = HeadTail(str(path)) if big else Tailer(str(path))
+        stream = self._streams.get(path)
+        if self.phase == FIRST and stream is not None and stream.role not in (EVAL, BOTH):
+            t = ReadyCut(t, self)
+        return t
+
+    def refresh_processes(self) -> None:
+        """The report's process check: a launched run's manifest, else gym processes naming the
+        run's files (from the listing's one sweep of the process table)."""
+        if not self.check_processes:
+            return
+        lay = self.layout
+        if lay.manifest:
+            live = procs.from_manifest(lay.manifest)
+        else:
+            self.sweep = self.sweep or ProcessSweep()
+            live = self.sweep.liveness(needles(lay))
+        # (no orphan check: pids read from an old run's logs say nothing about this machine now)
+        self.reducer.processes(live.parent, live.collector, live.parent_exit, live.collector_exit, checked=True)
 
     def read(self) -> bool:
-        """Rows first; logs only if the verdict still depends on them. True: logs were read."""
-        self.rows_only = True
-        self.poll(final=True)
-        st = self.state
-        if st.aggregate_written and st.collector.started:
-            return False     # verdict and counts follow from the rows alone (verdict.verdict)
-        self.rows_only = False
+        """Rows and the collector's output first; everything else only if they do not decide the
+        verdict. True: every log was read (the server column's failed count is known)."""
+        agg = self.layout.aggregate
+        if agg is not None and agg.is_file():      # else the rows cannot decide: read all at once
+            self.phase = FIRST
+            self.poll(final=True)
+            st = self.state
+            if st.aggregate_written and st.collector.started:
+                return False     # verdict and counts follow from rows + collector lines (verdict.verdict)
+        self.phase, self._skipped = ALL, None
         self.poll(final=True)
         return True
+
+    def skipped_stamps(self) -> list[tuple[Optional[float], Optional[float]]]:
+        """First and last stamps of the logs left unread, or read only up to all servers ready:
+        Gym's captured output, which holds every server's output too (`tee`); the servers' own logs
+        when there is none."""
+        skipped = (self._skipped or set()) | {p for p, t in self.tailers.items()
+                                              if isinstance(t, ReadyCut) and t.cut}
+        paths = sorted(p for p in skipped if p in self._streams) or sorted(skipped)
+        peeked = self._peeked or {}
+        return [peeked[p] if p in peeked else stamps.scan_file(p) for p in paths]
+
+
+def _peek(path: Path, needle: bytes, chunk: int = 1 << 20) -> tuple[bool, tuple]:
+    """Does the file hold `needle` (a substring search, no line splitting)? And, if not, its first
+    and last stamps (from the same read when it is small)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(min(chunk, os.fstat(fh.fileno()).st_size + 1))   # no 1 MB buffer for 1 KB
+            if len(data) < chunk:
+                if needle in data:
+                    return True, (None, None)
+                return False, stamps.scan_lines(data.splitlines())
+            while data:
+                if needle in data:
+                    return True, (None, None)
+                more = fh.read(chunk)
+                data = data[-len(needle):] + more if more else b""
+    except OSError:
+        return True, (None, None)             # let the tailer report why it cannot be read
+    return False, stamps.scan_file(path)
+
+
+_LISTED = b" servers ready. Waiting for servers to spin up: ["
+
+
+def _gym_listed(path: Path, limit: int = 1 << 20) -> tuple[Optional[frozenset], tuple]:
+    """The servers of Gym's first `0 / N servers ready. Waiting for servers to spin up: [...]`
+    line in a file (None: no such line in its first `limit` bytes, or it does not list all N),
+    and the file's first and last stamps."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(min(limit, os.fstat(fh.fileno()).st_size + 1))
+            whole = len(data) < limit
+    except OSError:
+        return None, (None, None)
+    times = stamps.scan_lines(data.splitlines()) if whole else stamps.scan_file(path)
+    i = data.find(_LISTED)
+    if i < 0:
+        return None, times
+    start = max(data.rfind(b"\n", 0, i), data.rfind(b"\r", 0, i)) + 1
+    end = data.find(b"\n", i)
+    line = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+    found = gl.parse_pending(line)
+    if found is None:
+        return None, times
+    ready, total, names = found
+    if ready != 0 or len(set(names)) != total:
+        return None, times
+    return frozenset(names), times
+
+
+def needles(lay: RunLayout) -> list[str]:
+    return procs.needles_for(lay.root, lay.rollouts, lay.logs_dir)
 
 
 def quick_info(lay: RunLayout) -> RunInfo:
@@ -138,43 +353,83 @@ def _first(pattern: re.Pattern, text: str) -> str:
     return m.group(1) if m else ""
 
 
-def summarize(path: str | os.PathLike, layout: RunLayout, sig: list) -> dict[str, Any]:
+def summarize(path: str | os.PathLike, layout: RunLayout, sig: list,
+              sweep: Optional[ProcessSweep] = None, check_processes: bool = True) -> dict[str, Any]:
     """The list's facts about one run. Never raises: a broken run is listed as an error."""
-    out: dict[str, Any] = {"path": str(path), "kind": layout.kind}
-    out.update(_times(layout, sig))
+    out: dict[str, Any] = {"path": str(path), "kind": layout.kind, "started": None, "ended": None,
+                           "duration": None, "started_from": None, "ended_from": None}
+    file_times = [m / 1e9 for _, _, m in sig if m]
     try:
-        session = SummarySession(layout, check_processes=False)
+        session = SummarySession(layout, check_processes=check_processes)
+        session.sweep = sweep
         logs_read = session.read()
     except Exception as exc:  # noqa: BLE001 - one bad run must not stop the listing
-        out.update(verdict="error", reason=f"{type(exc).__name__}: {exc}")
+        out.update(_times_only(layout, file_times))
+        out.update(verdict=ERROR, reason=f"{type(exc).__name__}: {exc}", liveness=None)
         return out
-    state, v = session.state, verdict(session.state)
-    names = set(state.servers) | set(layout.server_logs())
-    servers = len(names) if names or logs_read else None      # None: not known without the logs
-    out["started"] = state.info.started_at or out["started"]
+    state = session.state
+    v = verdict(state)
+    logs = session.server_logs()
+    names = {gl.log_stem(n) for n in state.servers} | set(logs)
+    if logs_read or not logs:
+        names = set(state.servers) | session.named    # every server the report knows, by its name
+    try:
+        more = session.skipped_stamps()
+        times = stamps.run_times(state, layout, more, file_times).to_json()
+    except Exception:  # noqa: BLE001 - times are a detail; the verdict stands without them
+        times = {}
+    out.update(times)
     out.update(
         environment=state.info.environment or None, agent=state.info.agent or None,
-        model=state.info.model or None, servers=servers,
+        model=state.info.model or None, servers=len(names),
         servers_failed=sum(1 for s in state.servers.values() if s.state == FAILED) if logs_read else None,
         trials=counts(state), expected=state.expected_total, mean_reward=mean_reward(state),
-        verdict=v.name, reason=v.reason, logs_read=logs_read, sampled=session.sampled)
+        verdict=v.name, reason=v.reason, exit_code=v.exit_code, logs_read=logs_read, sampled=session.sampled,
+        liveness=liveness_record(state, layout))
     return out
 
 
-def _times(lay: RunLayout, sig: list) -> dict[str, Optional[float]]:
-    """Start and duration from file times: Hydra's config is written at launch, the last
-    write to any run file ends it (for a live run: so far)."""
-    mtimes = [m for _, _, m in sig if m]
-    starts = [_mtime(d / ".hydra" / "config.yaml") for d in lay.hydra_dirs]
-    starts = [s for s in starts if s] or ([min(mtimes) / 1e9] if mtimes else [])
-    started = min(starts) if starts else None
-    last = max(mtimes) / 1e9 if mtimes else None
-    duration = max(0.0, last - started) if started and last else None
-    return {"started": started, "duration": duration}
-
-
-def _mtime(path: Path) -> Optional[float]:
+def _times_only(layout: RunLayout, file_times: list[float]) -> dict[str, Any]:
     try:
-        return path.stat().st_mtime
-    except OSError:
+        return stamps.run_times(RunState(root=str(layout.root)), layout, (), file_times).to_json()
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def ended_by_content(state: RunState) -> bool:
+    """The verdict cannot change with processes or time: the collection finished, or gym env start
+    said it ended before any collection."""
+    c, p = state.collector, state.parent
+    if c.finished or state.aggregate_written:
+        return True
+    return not c.started and bool(p.finished or p.died or p.timeout or p.traceback)
+
+
+def liveness_record(state: RunState, layout: RunLayout) -> Optional[dict[str, Any]]:
+    """What a liveness-dependent verdict was judged on, for runs.py to check a cached summary
+    against; None when the verdict does not depend on it."""
+    if ended_by_content(state):
         return None
+    seen = bool(state.parent.alive or state.collector.alive)
+    last = state.activity.last_write
+    return {"seen": seen, "quiet": quiet(seen, last), "last_write": last,
+            "needles": needles(layout), "manifest": bool(layout.manifest)}
+
+
+def quiet(seen: bool, last_write: Optional[float], now: Optional[float] = None) -> bool:
+    """No process seen and no write for SILENCE seconds (core.model.Activity.quiet)."""
+    if seen or last_write is None:
+        return False
+    return (time.time() if now is None else now) - last_write >= SILENCE
+
+
+def still_true(summary: dict[str, Any], sweep: ProcessSweep, now: Optional[float] = None) -> bool:
+    """Is a cached summary's liveness what it was? (False: make it again.)"""
+    rec = summary.get("liveness")
+    if not rec:
+        return True
+    if rec.get("manifest"):
+        return False                  # a launched run that has not ended: its pids are cheap to ask
+    live = sweep.liveness(rec.get("needles") or [])
+    seen = bool(live.parent or live.collector)
+    return seen == rec.get("seen") and quiet(seen, rec.get("last_write"), now) == rec.get("quiet")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from ..core.layout import NotARun, discover
+from .procscan import ProcessSweep
 from .summary import summarize
 
 
@@ -24,13 +25,14 @@ class BrokenPool(RuntimeError):
     """A worker died or answered nonsense; the caller makes the rest itself."""
 
 
-def make(path, sig: list) -> Optional[dict[str, Any]]:
-    """One run's summary, or None if it is not a run after all."""
+def make(path, sig: list, sweep: Optional[ProcessSweep] = None) -> Optional[dict[str, Any]]:
+    """One run's summary, or None if it is not a run after all. `sweep`: the listing's look at
+    the process table (None: this run's own)."""
     try:
         layout = discover(path)
     except NotARun:
         return None
-    return summarize(path, layout, sig)
+    return summarize(path, layout, sig, sweep or ProcessSweep())
 
 
 class WorkerPool:
@@ -89,9 +91,10 @@ def _feed(proc: subprocess.Popen, lines: list[str]) -> None:
 
 def main() -> int:
     out = sys.stdout
+    sweep = ProcessSweep()          # one look at the process table for this worker's runs
     for line in sys.stdin:
         path, sig = json.loads(line)
-        out.write(json.dumps(make(path, sig)) + "\n")
+        out.write(json.dumps(make(path, sig, sweep)) + "\n")
         out.flush()
     return 0
 

@@ -1,0 +1,221 @@
+"""The browser's comparison of two runs: `gymwatch diff A B` as a screen.
+
+Both runs are read in a thread (gymwatch.diff.load: the report's model), then the trials that
+changed are a table; `a` / `b` open the selected trial's card in run A / B (the live screen's
+card: status and its rule, answers, conversation, the lines that explain it; `r` there gives the
+row, a listed line opens its log at that line). Everything taken from run files is shown as plain
+Text, never as markup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from ..core.model import Evidence, RunState
+from ..core.sanitize import clean
+from ..diff import Unreadable, compare, counts_text, load, reward, seconds, short_counts, status
+from .fmt import rel
+
+CHANGE_STYLE = {"worse": "bold red", "better": "green", "changed": "yellow"}
+
+
+class CompareScreen(Screen):
+    DEFAULT_CSS = """
+    CompareScreen #cmp-head { height: auto; padding: 0 1; background: $boost; }
+    CompareScreen #cmp-trials { height: 1fr; min-height: 5; }
+    CompareScreen #cmp-more { height: 2fr; border-top: solid $primary-darken-2; }
+    """
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="compare.back"),
+        Binding("a,enter", "open('a')", "Card in A", id="compare.open_a"),
+        Binding("b", "open('b')", "Card in B", id="compare.open_b"),
+        Binding("tab", "app.focus_next", "Next pane", show=False),
+    ]
+
+    def __init__(self, a: str, b: str, roots: Optional[list[str]] = None):
+        super().__init__()
+        self.a, self.b, self.roots = a, b, roots or []
+        self.states: dict[str, RunState] = {}
+        self.result: Optional[dict[str, Any]] = None
+        self.loaded = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"comparing {self._label(self.a)} (A) with {self._label(self.b)} (B)…"), id="cmp-head")
+        table = DataTable(id="cmp-trials", cursor_type="row", zebra_stripes=True)
+        for key, label in (("task", "task"), ("rollout", "rollout"), ("a_status", "A status"),
+                           ("a_reward", "A reward"), ("b_status", "B status"), ("b_reward", "B reward"),
+                           ("change", "change")):
+            table.add_column(label, key=key)
+        yield table
+        with VerticalScroll(id="cmp-more"):
+            yield Static(id="cmp-tasks")
+        yield Footer()
+
+    def _label(self, path: str) -> str:
+        return clean(rel(path, self.roots)) if self.roots else clean(path)
+
+    def on_mount(self) -> None:
+        self.query_one("#cmp-trials", DataTable).focus()
+        self.load()
+
+    @work(thread=True, exclusive=True, group="compare")
+    def load(self) -> None:
+        try:
+            a, b = load(self.a), load(self.b)
+        except Unreadable as exc:
+            self.app.call_from_thread(self._failed, str(exc))
+            return
+        result = compare(a, b)
+        self.app.call_from_thread(self._show, a, b, result)
+
+    def _failed(self, message: str) -> None:
+        self.query_one("#cmp-head", Static).update(Text(clean(message), style="bold red"))
+        self.loaded = True
+
+    def _show(self, a: RunState, b: RunState, d: dict[str, Any]) -> None:
+        self.states, self.result = {"a": a, "b": b}, d
+        head = Text()
+        for side in ("a", "b"):
+            s = d[side]
+            head.append(f"{side.upper()} ", style="bold reverse")
+            head.append(f" {self._label(s['path'])}  ")
+            head.append(s["verdict"], style="bold")
+            head.append(f"  {counts_text(s['counts'])}; mean reward {reward(s['mean_reward'])}"
+                        f"  (Gym {s['gym_version'] or '?'})\n")
+        n = len(d["trials"])
+        head.append(f"{n} trial{'s' if n != 1 else ''} changed", style="bold")
+        head.append(f": {d['worse']} worse, {d['better']} better" if n else ": none")
+        head.append("  ·  a (enter) / b: the selected trial's card in run A / B")
+        self.query_one("#cmp-head", Static).update(head)
+        table = self.query_one("#cmp-trials", DataTable)
+        for t in d["trials"]:
+            table.add_row(str(t["task_index"]), str(t["rollout_index"]), status(t["a_status"]), reward(t["a_reward"]),
+                          status(t["b_status"]), reward(t["b_reward"]),
+                          Text(t["change"], style=CHANGE_STYLE.get(t["change"], "")),
+                          key=f"{t['task_index']}/{t['rollout_index']}")
+        self.query_one("#cmp-tasks", Static).update(self._more(d))
+        self.loaded = True
+
+    def _more(self, d: dict[str, Any]) -> Text:
+        out = Text()
+        out.append("tasks: mean reward and ok/failed/never ran/missing, A -> B\n", style="bold")
+        for t in d["tasks"]:
+            a, b = t["a"], t["b"]
+            same = (a["mean_reward"], short_counts(a)) == (b["mean_reward"], short_counts(b))
+            out.append(f"  task {t['task_index']:>4}  {reward(a['mean_reward'])} -> {reward(b['mean_reward'])}"
+                       f"   {short_counts(a)} -> {short_counts(b)}\n", style="" if same else "yellow")
+        out.append("servers: time to ready (state), A -> B\n", style="bold")
+        for s in d["servers"]:
+            out.append(f"  {clean(s['name']):<28} {seconds(s['a_time_to_ready'])} ({status(s['a_state'])}) -> "
+                       f"{seconds(s['b_time_to_ready'])} ({status(s['b_state'])})\n")
+        out.append(f"verdicts: {d['a']['verdict']} -> {d['b']['verdict']}", style="bold")
+        return out
+
+    def selected_trial(self) -> Optional[dict[str, Any]]:
+        table = self.query_one("#cmp-trials", DataTable)
+        if self.result is None or not table.row_count:
+            return None
+        return self.result["trials"][table.cursor_row]
+
+    def action_open(self, side: str) -> None:
+        """The trial's card in run A or B; a trial that run does not have shows why instead."""
+        t = self.selected_trial()
+        if t is None:
+            return
+        state, key = self.states[side], (t["task_index"], t["rollout_index"])
+        trial = state.trials.get(key)
+        if trial is None:
+            self.app.push_screen(TrialRowScreen(side, state, key))
+            return
+        from ..core import card
+        from ..core.model import SRC_FAILURE_ROW
+        from ..tui.card import TrialCard
+
+        row = card.read_row(state.root, trial.evidence) if trial.evidence is not None \
+            and trial.source >= SRC_FAILURE_ROW else None
+        shown = card.build(state, trial, row)
+
+        def chosen(ev: Optional[Evidence]) -> None:
+            if ev is None:
+                return
+            if shown.row is not None and ev is shown.row:
+                self.app.push_screen(TrialRowScreen(side, state, key))
+            else:
+                self.app.push_screen(EvidenceScreen(state.root, ev))
+
+        context = f"run {side.upper()}: {self._label(state.root)}"
+        self.app.push_screen(TrialCard(shown, context), callback=chosen)
+
+
+class EvidenceScreen(Screen):
+    """A line of a run's file, shown in its log (read-only, at that line)."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="compare.line_back")]
+
+    def __init__(self, root: str, ev: Evidence):
+        super().__init__()
+        self.root, self.ev = root, ev
+
+    def compose(self) -> ComposeResult:
+        from ..tui.logview import LogView
+
+        yield LogView(id="cmp-log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        from ..tui.logview import LogView
+
+        view = self.query_one(LogView)
+        path = self.ev.file if os.path.isabs(self.ev.file) else os.path.join(self.root, self.ev.file)
+        view.border_title = clean(self.ev.where())
+        view.open(path, clean(self.ev.file), self.ev.line)
+        view.focus()
+
+
+class TrialRowScreen(Screen):
+    """One trial of one run: its status, reward and the row (or the line) behind them."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="compare.row_back")]
+
+    def __init__(self, side: str, state: RunState, key: tuple[int, int]):
+        super().__init__()
+        self.side, self.state, self.key = side, state, key
+        self.text = row_text(side, state, key)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self.text, markup=False, id="row-text")
+        yield Footer()
+
+
+def row_text(side: str, state: RunState, key: tuple[int, int]) -> Text:
+    from ..core.card import read_row
+
+    out = Text()
+    out.append(f"run {side.upper()}: {clean(state.root)}\n", style="bold")
+    out.append(f"task {key[0]} rollout {key[1]}: ")
+    t = state.trials.get(key)
+    if t is None:
+        out.append("not in this run\n", style="yellow")
+        return out
+    out.append(f"{t.status}, reward {reward(t.reward)}\n", style="bold")
+    if t.failure_class or t.message:
+        out.append(clean(f"{t.failure_class} {t.message}".strip()) + "\n")
+    ev = t.evidence
+    if ev is None:
+        out.append("no row: nothing in the run's files names this trial beyond its inputs\n")
+        return out
+    out.append(f"{clean(ev.file)}:{ev.line}\n", style="dim")
+    row = read_row(state.root, ev)
+    out.append(clean(json.dumps(row, indent=2, ensure_ascii=False)) if row is not None else clean(ev.text))
+    return out
