@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--cwd", metavar="DIR", help="working dir of the gym processes (server venvs are "
                      "built under it: reuse one dir to reuse them; default: current dir)")
     run.add_argument("--startup-timeout", type=float, metavar="S",
-                     help="when not every server is ready after S seconds, say which are pending and why")
+                     help="when the run is not ready to collect after S seconds, say which servers are pending "
+                          "and why (Gym 0.7+: also passed to gym as its spin-up limit, unless the command sets one)")
     run.add_argument("--kill-on-timeout", action="store_true", help="stop the run when --startup-timeout hits")
     run.add_argument("--stop-after", action="store_true",
                      help="with --no-tui: stop the servers once the collection ended (default: leave them)")
@@ -75,7 +76,7 @@ def _user_error(msg: str) -> Exception:
 
 def _run(args: argparse.Namespace) -> int:
     from .manifest import new_run_id
-    from .plan import PlanError, find_gym, gym_version, make_plan
+    from .plan import PlanError, find_gym, gym_version, make_plan, pass_startup_timeout
 
     run_id = new_run_id()
     run_dir = Path(args.run_dir or Path("gymwatch-runs") / run_id).expanduser().resolve()
@@ -86,6 +87,9 @@ def _run(args: argparse.Namespace) -> int:
     except PlanError as exc:
         raise _user_error(str(exc)) from None
     plan.gym_version = gym_version(gym)
+    pass_startup_timeout(plan, args.startup_timeout)
+    for note in plan.notes:
+        print(f"gymwatch: {note}", file=sys.stderr)
     return launch_and_watch(plan, args, run_id)
 
 

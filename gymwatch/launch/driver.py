@@ -1,6 +1,7 @@
-"""The detached launch driver: waits until every server is ready, then starts `gym eval run
---no-serve`; enforces --startup-timeout. It runs in its own session with the run marker, so
-it outlives a killed gymwatch and `gymwatch stop` sweeps it.
+"""The detached launch driver: waits until the run is ready to collect (every server ready, and
+from Gym 0.5 the model endpoints answering), then starts `gym eval run --no-serve`; enforces
+--startup-timeout. It runs in its own session with the run marker, so it outlives a killed
+gymwatch and `gymwatch stop` sweeps it.
 
 Started as `python -m gymwatch.launch.driver RUN_DIR` with a JSON plan on stdin (the eval
 argv may hold secrets, so it is never written to disk)."""
@@ -17,7 +18,7 @@ from ..core.procs import pid_alive
 from ..core.session import RunSession
 from . import manifest as mf
 from .spawn import SpawnError, spawn
-from .startup import timeout_summary
+from .startup import CAN_COLLECT, NEVER, collect_stage, timeout_summary
 
 POLL = 0.5
 LAUNCH_LOG = "gymwatch-launch.log"
@@ -40,25 +41,33 @@ def _parent(manifest: dict) -> dict:
 def drive(run_dir: Path, plan: dict) -> int:
     manifest = mf.load(run_dir)
     parent = _parent(manifest)
+    head = str(manifest.get("head") or "127.0.0.1:11000")
     timeout = plan.get("startup_timeout")
-    started = float(manifest.get("created") or time.time())
+    created_at = float(manifest.get("created") or time.time())
     session = RunSession.open(str(run_dir), check_processes=False)
-    timed_out = False
+    timed_out, all_ready_at = False, None
     while True:
         session.poll()
         state = session.state
-        if state.parent.all_ready is not None:
-            log(run_dir, f"all servers ready after {time.time() - started:.0f}s")
+        if state.parent.all_ready is not None and all_ready_at is None:
+            all_ready_at = time.time()
+            log(run_dir, f"all servers ready after {all_ready_at - created_at:.0f}s")
+        stage, why = collect_stage(state, head, time.time() - (all_ready_at or time.time()))
+        if stage == CAN_COLLECT:
+            if plan.get("eval_argv"):
+                log(run_dir, f"ready to collect after {time.time() - created_at:.0f}s: {why}")
             break
-        if not pid_alive(parent.get("pid") or -1, parent.get("create_time")):
+        gone = not pid_alive(parent.get("pid") or -1, parent.get("create_time"))
+        if stage == NEVER or gone:
             session.poll(final=True)
-            if state.parent.all_ready is None:
-                log(run_dir, "gym ended before all servers were ready" +
-                    ("; gym eval run not started" if plan.get("eval_argv") else ""))
-                return 1
-        if timeout and not timed_out and time.time() - started > timeout:
+            what = why if stage == NEVER else (
+                "gym ended before all servers were ready" if state.parent.all_ready is None
+                else f"gym ended before the run was ready to collect ({why})")
+            log(run_dir, what + ("; gym eval run not started" if plan.get("eval_argv") else ""))
+            return 1
+        if timeout and not timed_out and time.time() - created_at > timeout:
             timed_out = True
-            log(run_dir, timeout_summary(state, time.time() - started))
+            log(run_dir, timeout_summary(state, time.time() - created_at, why))
             if plan.get("kill_on_timeout"):
                 from .stop import stop_run
                 log(run_dir, "--kill-on-timeout: stopping the run")

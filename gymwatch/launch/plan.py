@@ -2,19 +2,20 @@
 
 What gymwatch adds: `hydra.run.dir=<run>/hydra/<env_start|eval_run>` (unless given),
 `--output <run>/rollouts.jsonl` (unless given), `--no-serve` on an eval after env start.
-It never adds `+nemo_gym_log_dir` (GYM_REFERENCE §3: the pipefail bug on cold builds).
+It never adds `+nemo_gym_log_dir` (docs/gym-formats.md §4: the pipefail bug on cold builds).
 """
 
 from __future__ import annotations
 
 import glob
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..core.config import SPINUP_KEY, override_value
+from ..core.gymversion import SPINUP_FROM
 from .manifest import DEFAULT_HEAD
 
 GYM_NAMES = ("gym", "ng")
@@ -76,17 +77,6 @@ def split_command(tokens: list[str]) -> tuple[Optional[list[str]], Optional[list
     if env is None and ev is None:
         raise PlanError("no gym command: give `-- env start ARGS... [--then eval run ARGS...]` or `-- eval run ARGS...`")
     return env, ev
-
-
-def override_value(args: list[str], key: str) -> Optional[str]:
-    """The value of a Hydra override `key=v`, `+key=v` or `++key=v` (last one wins)."""
-    rx = re.compile(r"^\+{0,2}" + re.escape(key) + r"=(.*)$")
-    found = None
-    for a in args:
-        m = rx.match(a)
-        if m:
-            found = m.group(1)
-    return found
 
 
 def flag_value(args: list[str], flag: str) -> Optional[str]:
@@ -151,3 +141,26 @@ def make_plan(tokens: list[str], run_dir: Path, cwd: Path, gym: list[str]) -> Pl
         else:
             plan.output = _abs(out, cwd)
     return plan
+
+
+def _release(version: str) -> Optional[tuple[int, int]]:
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return None
+    return major, minor
+
+
+def pass_startup_timeout(plan: Plan, startup_timeout: Optional[float]) -> None:
+    """Gym 0.7 gives up on servers that are not ready after its own spin-up limit (600 s unless
+    set): a longer --startup-timeout would never be reached, and a shorter one would kill a run
+    Gym could have shut down cleanly. So gymwatch passes it to Gym as that limit, unless the
+    command sets one itself."""
+    release = _release(plan.gym_version)
+    if not startup_timeout or plan.env_args is None or release is None or release < SPINUP_FROM:
+        return
+    if override_value(plan.env_args, SPINUP_KEY) is not None:
+        plan.notes.append(f"--startup-timeout is gymwatch's; gym keeps the {SPINUP_KEY} you gave")
+        return
+    plan.env_args.append(f"++{SPINUP_KEY}={startup_timeout:g}")
+    plan.notes.append(f"passed --startup-timeout to gym as ++{SPINUP_KEY}={startup_timeout:g}")

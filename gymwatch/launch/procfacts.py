@@ -73,13 +73,7 @@ def server_processes(manifest: dict) -> dict[str, dict]:
     return out
 
 
-def fill(state, manifest: Optional[dict]) -> None:
-    """Attach facts to `Server.process` (servers no longer running get alive=False)."""
-    if not manifest:
-        return
-    live = server_processes(manifest)
-    for name, s in state.servers.items():
-        if name in live:
-            s.process = live[name]
-        elif s.process and s.process.get("alive"):
-            s.process = {**s.process, "alive": False}
+def fill(reducer, manifest: Optional[dict]) -> None:
+    """Hand each server's process facts to the reducer (it records `Server.process`)."""
+    if manifest:
+        reducer.process_facts(server_processes(manifest))

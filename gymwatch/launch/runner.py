@@ -19,7 +19,7 @@ from . import manifest as mf
 from .driver import LAUNCH_LOG
 from .plan import Plan
 from .spawn import gym_env, planned, read_status, spawn
-from .startup import progress_line, timeout_summary
+from .startup import CAN_COLLECT, NEVER, collect_stage, progress_line, timeout_summary
 
 
 class RunRefused(Exception):
@@ -91,13 +91,16 @@ def _ended(e: dict) -> bool:
 
 def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, poll: float = 0.5) -> str:
     """Wait until the run reaches a point a script can report on. Returns why it stopped waiting:
-    `collected`, `ready` (env only), `startup_ended` (gym died before ready), `timeout`."""
+    `collected`, `ready` (env only: ready to collect), `startup_ended` (gym died, or gave up on
+    the model endpoints, before that), `timeout`."""
     from ..core.session import RunSession
 
     say = say or (lambda s: print(s, file=sys.stderr, flush=True))
     session = RunSession.open(str(run_dir), check_processes=False)
-    started = time.monotonic()
-    last = ""
+    # The driver times --startup-timeout from the manifest's creation: so does this wait, else a
+    # driver stopping the run at its timeout looks like gym ending on its own.
+    created_at = float(mf.load(run_dir).get("created") or time.time())
+    last, all_ready_at, stage, why = "", None, "", ""
     while True:
         data = mf.load(run_dir)
         session.poll()
@@ -106,22 +109,29 @@ def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, pol
         if line != last:
             say(f"gymwatch: {line}")
             last = line
+        if state.parent.all_ready is not None and all_ready_at is None:
+            all_ready_at = time.monotonic()
+        if stage != CAN_COLLECT:        # once ready to collect, it stays so (no more probes of the head)
+            stage, why = collect_stage(state, str(data.get("head") or ""),
+                                       time.monotonic() - (all_ready_at or time.monotonic()))
         parent, collector = _entry(data, ("env", "both")), _entry(data, ("eval", "both"))
         mode = data.get("mode")
         if collector and _ended(collector):
             return "collected"
-        if mode == "env" and state.parent.all_ready is not None:
+        if mode == "env" and stage == CAN_COLLECT:
             return "ready"
-        if _ended(parent) and state.parent.all_ready is None:
+        if startup_timeout and stage != CAN_COLLECT and time.time() - created_at > startup_timeout:
+            say(timeout_summary(state, time.time() - created_at, why))
+            return "timeout"
+        if stage == NEVER or (_ended(parent) and stage != CAN_COLLECT):
+            if stage == NEVER:
+                say(f"gymwatch: {why}")
             return "startup_ended"
         if mode == "env+eval" and not isinstance(collector.get("pid"), int) and _ended(data.get("driver") or {}):
             time.sleep(0.5)   # the driver may have just started eval: re-check once
             if not isinstance(_entry(mf.load(run_dir), ("eval",)).get("pid"), int):
                 say(f"gymwatch: gym eval run was not started; see {run_dir / LAUNCH_LOG}")
                 return "startup_ended"
-        if startup_timeout and state.parent.all_ready is None and time.monotonic() - started > startup_timeout:
-            say(timeout_summary(state, time.monotonic() - started))
-            return "timeout"
         time.sleep(poll)
 
 
@@ -152,7 +162,7 @@ def report(run_dir: Path, fmt: str) -> tuple[str, int]:
     from .procfacts import fill
 
     session = read_run(str(run_dir))
-    fill(session.state, session.layout.manifest)
+    fill(session.reducer, session.layout.manifest)
     return render(session.state, fmt)
 
 
@@ -167,15 +177,11 @@ def is_live(run_dir: Path) -> bool:
 
 
 def open_screen(run_dir: Path, head: str, debug: bool = False, poll: bool = False) -> Optional[int]:
-    """Open the live screen; None when there is no screen to open (no TUI module or no terminal)."""
+    """Open the live screen; None when there is no terminal to open it on."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print("gymwatch: no terminal: watching without a screen", file=sys.stderr)
         return None
-    try:
-        from ..tui.app import run_app
-    except ImportError as exc:
-        print(f"gymwatch: the screen is not available ({exc}): watching without it", file=sys.stderr)
-        return None
+    from ..tui.app import run_app      # here: the launcher's headless paths never load Textual
     args = argparse.Namespace(path=str(run_dir), logs=None, poll=poll, head=f"http://{head}", debug=debug)
     return run_app(args)
 

@@ -28,6 +28,10 @@ def gym_env(run_id: str, base: Optional[dict] = None) -> dict:
     env = dict(os.environ if base is None else base)
     env[MARKER_VAR] = run_id
     env.setdefault("PYTHONUNBUFFERED", "1")   # gym's prints reach the files line by line
+    # Ray retitles its processes (ray::DashboardAgent, ray-dashboard-JobHead-0) with setproctitle,
+    # which zeroes /proc/PID/environ, marker included, unless SPT_NOENV is set (the title is then
+    # limited to the length of the process's argv): without it `stop` cannot see them.
+    env.setdefault("SPT_NOENV", "1")
     return env
 
 

@@ -1,6 +1,8 @@
 """`gymwatch stop DIR`: SIGTERM to the gym processes, a grace period, SIGKILL to their process
 groups, then a sweep of every process whose environment carries the run's marker (Ray's
-gcs_server/raylet leave the group). Reports what it stopped and how many are left (zero)."""
+gcs_server/raylet leave the group), or that is in one of the run's sessions with no marker shown
+(a process that retitles itself can zero its /proc/PID/environ). Reports what it stopped and how
+many are left (zero)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ from typing import Callable, Optional
 
 import psutil
 
-from ..core.procs import pid_alive
+from ..core.procs import env_value, pid_alive
 from . import manifest as mf
 from .spawn import MARKER_VAR
 
 DEFAULT_GRACE = 20.0
 SWEEP_GRACE = 3.0
+QUIET = 2.0          # seconds without a marked process before stop says how many are left
+SWEEP_LIMIT = 30.0   # seconds of sweeping at most
 
 
 @dataclass
@@ -32,18 +36,48 @@ class StopResult:
         return not self.left
 
 
-def marked(run_id: str, exclude: Optional[set[int]] = None) -> list[psutil.Process]:
-    """Live processes whose environment has GYMWATCH_RUN_ID=<run_id>."""
+def marked(run_id: str, exclude: Optional[set[int]] = None,
+           sessions: Optional[set[int]] = None) -> list[psutil.Process]:
+    """Live processes whose environment has GYMWATCH_RUN_ID=<run_id>; with `sessions` (the run's,
+    from run_sessions), also those in one of them that show no marker at all: setproctitle
+    (Ray's ray::DashboardAgent, ray-dashboard-*Head) zeroes /proc/PID/environ. A session no
+    process is in any more is dropped from `sessions`: it can get no new member, and its
+    number can then be reused."""
     exclude = exclude or set()
+    seen: set[int] = set()
     out = []
     for p in psutil.process_iter(["pid"]):
-        if p.pid in exclude:
-            continue
         try:
-            if p.environ().get(MARKER_VAR) == run_id and p.status() != psutil.STATUS_ZOMBIE:
+            sid = os.getsid(p.pid) if sessions else None
+            if sid in (sessions or ()):
+                seen.add(sid)
+            if p.pid in exclude:
+                continue
+            value = env_value(p, MARKER_VAR)
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if value == run_id or (value is None and sid in (sessions or ())):
                 out.append(p)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
             continue
+    if sessions:
+        sessions &= seen
+    return out
+
+
+def run_sessions(data: dict, procs: list[psutil.Process]) -> set[int]:
+    """The sessions the launcher started (each gym wrapper and the driver leads its own) that a
+    marked process is in now: every process in them is the run's, marker shown or not."""
+    leaders = {e.get("pgid") for e in data.get("processes") or [] if isinstance(e, dict)}
+    leaders.add((data.get("driver") or {}).get("pid"))
+    out = set()
+    for p in procs:
+        try:
+            sid = os.getsid(p.pid)
+        except OSError:
+            continue
+        if isinstance(sid, int) and sid > 1 and sid in leaders:
+            out.add(sid)
     return out
 
 
@@ -82,7 +116,8 @@ def stop_run(run_dir: Path, grace: float = DEFAULT_GRACE, say: Callable[[str], N
     run_id = str(data["run_id"])
     res = StopResult(run_id)
     exclude = _me_and_ancestors()
-    before = marked(run_id, exclude)
+    sessions = run_sessions(data, marked(run_id, exclude))
+    before = marked(run_id, exclude, sessions)
     say(f"stopping run {run_id}: {len(before)} process(es) with {MARKER_VAR}={run_id} running")
     entries = [p for p in data.get("processes") or [] if isinstance(p, dict) and isinstance(p.get("pid"), int)]
     entries.sort(key=lambda e: e.get("role") != "eval")   # the collector first, then the servers' parent
@@ -110,9 +145,8 @@ def stop_run(run_dir: Path, grace: float = DEFAULT_GRACE, say: Callable[[str], N
             say(f"  gym exited after {time.monotonic() - t0:.1f}s")
     _wait_wrappers(entries)
     for e in entries:
-        _kill_group(e.get("pgid"), run_id, exclude, res, say)
-    _sweep(run_id, exclude, res, say)
-    res.left = marked(run_id, exclude)
+        _kill_group(e.get("pgid"), run_id, exclude, res, say, sessions)
+    res.left = _sweep_until_quiet(run_id, exclude, res, say, sessions=sessions)
     _record(run_dir, res)
     n = len(res.stopped)
     say(f"stopped {n} process{'es' if n != 1 else ''} directly ({len(before)} were running; gym shut down "
@@ -128,7 +162,7 @@ def _wait_wrappers(entries: list[dict], timeout: float = 3.0) -> None:
     for e in entries:
         try:
             w = psutil.Process(int(e.get("wrapper_pid") or 0))
-            if w.environ().get(MARKER_VAR) and not pid_alive(e["pid"], e.get("create_time")):
+            if env_value(w, MARKER_VAR) and not pid_alive(e["pid"], e.get("create_time")):
                 procs.append(w)
         except (psutil.Error, ValueError, OSError):
             continue
@@ -136,11 +170,12 @@ def _wait_wrappers(entries: list[dict], timeout: float = 3.0) -> None:
         psutil.wait_procs(procs, timeout=timeout)
 
 
-def _kill_group(pgid, run_id: str, exclude: set[int], res: StopResult, say) -> None:
+def _kill_group(pgid, run_id: str, exclude: set[int], res: StopResult, say,
+                sessions: Optional[set[int]] = None) -> None:
     if not isinstance(pgid, int) or pgid <= 1:
         return
     members = []
-    for p in marked(run_id, exclude):
+    for p in marked(run_id, exclude, sessions):
         try:
             if os.getpgid(p.pid) == pgid:
                 members.append(p)
@@ -158,10 +193,28 @@ def _kill_group(pgid, run_id: str, exclude: set[int], res: StopResult, say) -> N
     res.stopped += [f"{lb}: killed with its process group" for lb in labels]
 
 
-def _sweep(run_id: str, exclude: set[int], res: StopResult, say) -> None:
-    found = marked(run_id, exclude)
+def _sweep_until_quiet(run_id: str, exclude: set[int], res: StopResult, say,
+                       quiet: float = QUIET, limit: float = SWEEP_LIMIT,
+                       sessions: Optional[set[int]] = None) -> list[psutil.Process]:
+    """Sweep until no marked process has been seen for `quiet` seconds: Ray's raylet starts its
+    agents (ray::DashboardAgent, ray::RuntimeEnvAgent) late, and one can appear after a sweep
+    that found nothing, so a single look would say "0 left" with two still running."""
+    deadline = time.monotonic() + limit
+    quiet_since = time.monotonic()
+    while True:
+        if _sweep(run_id, exclude, res, say, sessions):
+            quiet_since = time.monotonic()
+        if time.monotonic() - quiet_since >= quiet or time.monotonic() > deadline:
+            return marked(run_id, exclude, sessions)
+        time.sleep(0.25)
+
+
+def _sweep(run_id: str, exclude: set[int], res: StopResult, say,
+           sessions: Optional[set[int]] = None) -> bool:
+    """One sweep of the marked processes; True if it found any."""
+    found = marked(run_id, exclude, sessions)
     if not found:
-        return
+        return False
     labels = {p.pid: _label(p) for p in found}
     say(f"  sweeping {len(found)} process(es) with {MARKER_VAR}={run_id} outside the group: "
         + ", ".join(labels.values()))
@@ -181,6 +234,7 @@ def _sweep(run_id: str, exclude: set[int], res: StopResult, say) -> None:
     for p in found:
         if p.pid not in left:
             res.stopped.append(f"{labels[p.pid]}: {'SIGKILL' if p.pid in killed else 'SIGTERM'} (marker sweep)")
+    return True
 
 
 def _record(run_dir: Path, res: StopResult) -> None:

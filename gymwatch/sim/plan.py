@@ -14,7 +14,7 @@ FAST_SPEED = 0.05   # the whole demo in a few seconds (tests)
 
 def demo_plan(run_dir: Path, fast: bool = False, speed: float | None = None):
     speed = speed if speed is not None else (FAST_SPEED if fast else 1.0)
-    head = [f"+head_server.host=127.0.0.1", f"+head_server.port={free_port()}", f"+sim_speed={speed}"]
+    head = ["+head_server.host=127.0.0.1", f"+head_server.port={free_port()}", f"+sim_speed={speed}"]
     tokens = ["env", "start", "--resources-server", "mcqa", "--model-type", "openai_model",
               "++policy_base_url=http://127.0.0.1:9/v1", "++policy_api_key=demo-key",
               "++policy_model_name=sim-model", *head,
