@@ -9,14 +9,26 @@ $(BIN)/gymwatch: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(BIN)/gymwatch
 
-.PHONY: install demo test bench screenshots
+.PHONY: install demo test lint bench screenshots
 install: $(BIN)/gymwatch
 
 demo: install
 	$(BIN)/gymwatch demo
 
+# The end-to-end tests need real Gyms (0.4.0, and 0.7.0 on a CPython >= 3.13.14 built once, ~8 min)
+# and chromium: each install is skipped when already there.
 test: install
+	bash .ci/install_gym.sh 0.4.0
+	bash .ci/install_gym.sh 0.7.0
+	bash .ci/install_chromium.sh
 	$(BIN)/python -m pytest -q
+
+# The layering (import-linter contracts), the style (ruff) and the core's types (mypy): all set in
+# pyproject.toml, a few seconds.
+lint: install
+	$(BIN)/lint-imports
+	$(BIN)/ruff check gymwatch tests benchmarks scripts
+	$(BIN)/mypy gymwatch/core
 
 bench: install
 	$(BIN)/python -m benchmarks
