@@ -7,6 +7,7 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = FIXTURES / "gym-0.4.0-cases"
+CASES07 = FIXTURES / "gym-0.7.0-cases"
 MCQA = FIXTURES / "gym-0.4.0-mcqa"
 
 
@@ -25,3 +26,10 @@ def record_made(monkeypatch, owner, name: str) -> list:
         return made[-1]
     monkeypatch.setattr(owner, name, spy)
     return made
+
+
+@pytest.fixture
+def clock():
+    """A settable clock at tuihelpers.EPOCH (no wall time in what the screen shows)."""
+    from tuihelpers import FakeClock     # here, not at the top: it imports the whole screen
+    return FakeClock()

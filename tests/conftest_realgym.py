@@ -39,6 +39,28 @@ def marked(rid: str) -> list:
     return _marked(rid)
 
 
+def in_sessions(run_dir: Path) -> list:
+    """Live processes in a session the launcher started for the run (each gym wrapper and the
+    driver leads its own), marker shown or not: a process that retitles itself with setproctitle
+    (Ray's ray::DashboardAgent) can zero its /proc/PID/environ, so `marked` alone misses it."""
+    import os
+
+    import psutil
+
+    data = json.loads((run_dir / "gymwatch-manifest.json").read_text())
+    leaders = {e.get("pgid") for e in data.get("processes") or []} | {(data.get("driver") or {}).get("pid")}
+    leaders.discard(None)
+    out = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if (os.getsid(p.pid) in leaders and p.status() != psutil.STATUS_ZOMBIE
+                    and p.create_time() >= data["created"] - 1):
+                out.append(p)
+        except (psutil.Error, OSError):
+            continue
+    return out
+
+
 def wait_for(cond: Callable[[], object], timeout: float, what: str, every: float = 0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -62,6 +84,31 @@ def sim_gym(tmp: Path) -> Path:
     exe.write_text(f"#!/bin/sh\nexec {sys.executable} -m gymwatch.sim \"$@\"\n")
     exe.chmod(0o755)
     return exe
+
+
+@pytest.fixture(scope="module")
+def realgym_lock():
+    """Real Gym runs on a shared machine take /tmp/realgym.lock (other sessions and CI run Gym too)."""
+    import fcntl
+
+    with open("/tmp/realgym.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def ray_tmpdir() -> str:
+    """A Ray temp dir of the run's own (short: Ray's socket paths must fit in 107 bytes), removed
+    when the test session ends (the runs in it are stopped by then)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="gwray-", dir="/tmp")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Build small synthetic Gym run dirs in the formats of GYM_REFERENCE, for scenario tests."""
+"""Build small synthetic Gym run dirs in the formats of docs/gym-formats.md, for scenario tests."""
 
 from __future__ import annotations
 

@@ -17,9 +17,12 @@ from gymwatch.browse.cache import SummaryCache, cache_dir
 from gymwatch.browse.runs import list_runs
 from gymwatch.browse.scan import find_runs, signature, walk
 from gymwatch.browse.workers import WorkerPool
-from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail
+from gymwatch.browse.compare import CompareScreen, EvidenceScreen
+from gymwatch.browse.fmt import COLUMNS
+from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail, sort_value
 from gymwatch.cli import main
 from gymwatch.core.session import read_run
+from gymwatch.tui.card import TrialCard
 from gymwatch.core.verdict import counts, mean_reward, verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -85,6 +88,70 @@ def test_summary_agrees_with_report(case):
         assert s["servers"] == len(state.servers)
     assert s["environment"] == (state.info.environment or None)
     assert s["agent"] == (state.info.agent or None)
+
+
+def all_fixture_runs() -> list[str]:
+    return sorted(str(f.path.relative_to(FIXTURES)) for f, _ in find_runs([FIXTURES]))
+
+
+@pytest.mark.parametrize("rel", all_fixture_runs())
+def test_browser_and_report_agree_on_every_recorded_run(rel):
+    """One truth: the list's verdict, counts and servers are the report's, for every run under
+    tests/fixtures (finished or not), read through the same walk a listing makes."""
+    path = FIXTURES / rel
+    (found, layout), = list(find_runs([path]))
+    s = summary_mod.summarize(found.path, layout, signature(found))
+    state = read_run(str(path)).state
+    assert (s["verdict"], s["trials"], s["servers"]) == (verdict(state).name, counts(state), len(state.servers))
+    assert s["mean_reward"] == mean_reward(state)
+
+
+def test_a_killed_collector_is_incomplete_in_the_list_as_in_the_report(tmp_path):
+    """A collection whose collector was killed midway (no end line, no aggregate, files quiet for
+    long): not 'collecting' with nothing missing, but what the report says."""
+    run = tmp_path / "killed"
+    shutil.copytree(CASES / "mixed_ok", run, ignore=shutil.ignore_patterns("timeline.jsonl"))
+    (run / "rollouts_aggregate_metrics.json").unlink()
+    rows = (run / "rollouts.jsonl").read_text().splitlines(keepends=True)
+    (run / "rollouts.jsonl").write_text("".join(rows[:4]))
+    out = (run / "gym_eval_run.stdout.log").read_text()
+    (run / "gym_eval_run.stdout.log").write_text(out[:out.index("Finished rollout collection!")])
+    for p in run.rglob("*"):
+        os.utime(p, (T0, T0))
+    (found, layout), = list(find_runs([run]))
+    s = summary_mod.summarize(found.path, layout, signature(found))
+    state = read_run(str(run)).state
+    assert s["verdict"] == verdict(state).name == "incomplete"
+    assert s["trials"] == counts(state) and s["trials"]["missing"] == 6
+
+
+def copy_fresh(src: Path, dst: Path) -> Path:
+    """`cp -r` / `rsync -r`: file times are the copy's."""
+    shutil.copytree(src, dst, copy_function=shutil.copyfile)
+    return dst
+
+
+@pytest.mark.parametrize("case, started, took", [
+    ("gym-0.4.0-cases/mixed_ok", "2026-11-29 10:11:21", 23),
+    ("gym-0.4.0-cases/evaluator_bundle", "2026-11-29 10:23:52", 41),     # its metadata.json
+    ("gym-0.7.0-cases/g07_mixed_ok", "2026-12-01 06:30:46", 44),
+])
+def test_a_copy_lists_its_recorded_start_not_the_copy_time(tmp_path, case, started, took):
+    run = copy_fresh(FIXTURES / case, tmp_path / "copy")
+    (found, layout), = list(find_runs([run]))
+    s = summary_mod.summarize(found.path, layout, signature(found))
+    assert time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(s["started"])) == started
+    assert s["started_from"] != "file times" and int(s["duration"]) == took
+
+
+def test_a_run_that_records_no_time_lists_none_not_the_copy_time(tmp_path):
+    run = tmp_path / "bare"
+    run.mkdir()
+    for name in ("rollouts.jsonl", "rollouts_materialized_inputs.jsonl", "rollouts_failures.jsonl"):
+        (run / name).write_text("")
+    (found, layout), = list(find_runs([run]))
+    s = summary_mod.summarize(found.path, layout, signature(found))
+    assert s["started"] is None and s["duration"] is None
 
 
 def test_big_logs_are_sampled_head_and_tail(tmp_path, monkeypatch):
@@ -188,8 +255,8 @@ def test_cli_text_over_fixtures(capsys, monkeypatch):
     assert main(["browse", "--format", "text"]) == 0                  # default root: cwd
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split()[:2] == ["started", "environment"]
-    row = next(line for line in lines if line.endswith("gym-0.4.0-cases/some_never_ran"))
+    assert lines[0].split()[:3] == ["run", "verdict", "started"]          # the run and its verdict first
+    row = next(line for line in lines if line.startswith("gym-0.4.0-cases/some_never_ran "))
     assert "some_never_ran" in row and " 0.833 " in row
     assert lines[-1].startswith(f"{len(lines) - 2} runs")
 
@@ -214,9 +281,12 @@ async def test_browser_sort_filter_open(tmp_path, monkeypatch):
         await wait_scanned(pilot, app)
         screen = app.screen
         assert screen.table.row_count == len(CASE_NAMES)
-        await pilot.press("s")                                          # sort by name
-        assert screen.st.sort == "name"
-        await pilot.press("v")                                          # first verdict present
+        await pilot.press("s")                                          # sort by the next column
+        assert screen.st.sort == "completed"
+        await pilot.press("v")                                          # any problem: all but ok
+        assert screen.st.verdict == "problem" and screen.table.row_count == len(CASE_NAMES) - 2
+        assert all(r["verdict"] != "ok" for r in screen.shown)
+        await pilot.press("v")                                          # then the first verdict present
         assert screen.st.verdict == "startup_failed" and screen.table.row_count == 1
         await pilot.press("escape")
         assert screen.st.verdict is None and screen.table.row_count == len(CASE_NAMES)
@@ -257,9 +327,22 @@ def test_snapshot_browser(snap_compare, tmp_path, monkeypatch):
 
     async def run_before(pilot):
         await wait_scanned(pilot, app)
-        await pilot.press("s")          # by name: a stable order
+        await pilot.press("s", "s")     # by failed count, newest first among equals: a stable order
 
     assert snap_compare(app, terminal_size=(150, 14), run_before=run_before)
+
+
+def test_snapshot_browser_at_80_columns(snap_compare, tmp_path, monkeypatch):
+    """Narrow: the run and its verdict first, columns dropped by priority, no sideways scroll."""
+    make_tree(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    app = BrowseApp(BrowseState(["runs"]))
+
+    async def run_before(pilot):
+        await wait_scanned(pilot, app)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 14), run_before=run_before)
 
 
 def test_run_browser_loops_through_the_live_app(tmp_path, monkeypatch):
@@ -290,3 +373,125 @@ def test_a_stopped_listing_returns_what_it_has_and_caches_it(tmp_path, user_cach
     again = SummaryCache()
     list_runs([root], again, jobs=1)
     assert (again.hits, again.misses) == (2, len(CASE_NAMES) - 2)
+
+
+async def test_browser_columns_sorts_both_ways_and_keys(tmp_path):
+    root = make_tree(tmp_path / "runs")
+    app = BrowseApp(BrowseState([str(root)]))
+    async with app.run_test(size=(80, 20)) as pilot:
+        await wait_scanned(pilot, app)
+        screen = app.screen
+        assert screen.columns[:2] == ["run", "verdict"] and "name" not in screen.columns      # 80 columns
+        assert sum(screen._widths[k] + 2 for k in screen.columns) <= 78
+        assert screen.table.cursor_row == 0                               # the first row
+        await pilot.press("G")
+        assert screen.table.cursor_row == len(CASE_NAMES) - 1
+        await pilot.press("g")
+        assert screen.table.cursor_row == 0
+        await pilot.press("end")
+        assert screen.table.cursor_row == len(CASE_NAMES) - 1
+        await pilot.press("home")
+        assert screen.table.cursor_row == 0
+        for key in [k for k, _ in COLUMNS]:                               # every column, both ways
+            screen.st.sort, screen.st.reverse = key, False
+            screen.resort()
+            down = [r["path"] for r in screen.shown]
+            screen.st.reverse = True
+            screen.resort()
+            up = [r["path"] for r in screen.shown]
+            table_order = [str(r.key.value) for r in screen.table.ordered_rows]
+            assert table_order == up
+            known = [r for r in screen.shown if sort_value(r, key)[0] is not None]
+            if len({sort_value(r, key) for r in known}) == len(known) == len(CASE_NAMES):
+                assert up == down[::-1], key
+        screen.st.sort, screen.st.reverse = "missing", False
+        screen.resort()
+        assert screen.shown[0]["trials"]["missing"] == 6
+        screen.st.reverse = True
+        screen.resort()
+        assert screen.shown[-1]["trials"]["missing"] == 6
+        await pilot.resize_terminal(200, 20)
+        await pilot.pause()
+        assert screen.columns == [k for k, _ in COLUMNS]                  # wide: every column
+
+
+async def test_every_sorted_column_shows_its_arrow_and_s_cycles_them_all(tmp_path):
+    """The arrow was cut off in columns as narrow as their label (ok, failed, reward, duration)."""
+    root = make_tree(tmp_path / "runs")
+    app = BrowseApp(BrowseState([str(root)]))
+    async with app.run_test(size=(200, 20)) as pilot:
+        await wait_scanned(pilot, app)
+        screen = app.screen
+        labels = dict(COLUMNS)
+        seen = []
+        for _ in COLUMNS:
+            await pilot.press("s")
+            await pilot.pause()
+            seen.append(screen.st.sort)
+            header = screen.table.render_line(0).text
+            assert header.count("▼") == 1 and f"{labels[screen.st.sort]} ▼" in header, screen.st.sort
+            await pilot.press("S")
+            await pilot.pause()
+            header = screen.table.render_line(0).text
+            assert "▼" not in header and f"{labels[screen.st.sort]} ▲" in header, screen.st.sort
+        assert sorted(seen) == sorted(k for k, _ in COLUMNS)          # s visits every column
+
+
+async def test_compare_two_marked_runs_and_open_a_changed_trial(tmp_path):
+    root = make_tree(tmp_path / "runs")
+    app = BrowseApp(BrowseState([str(root)]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scanned(pilot, app)
+        screen = app.screen
+        await pilot.press("slash", *"mixed_ok", "enter", "m")
+        await pilot.press("escape", "slash", *"some_never", "enter", "space")
+        assert [Path(p).name for p in screen.st.marked] == ["mixed_ok", "some_never_ran"]
+        await pilot.press("escape", "c")
+        cmp = app.screen
+        assert isinstance(cmp, CompareScreen)
+        for _ in range(250):
+            if cmp.loaded:
+                break
+            await pilot.pause(0.02)
+        table = cmp.query_one("#cmp-trials")
+        assert table.row_count == 4 and cmp.result["worse"] == 4
+        assert {(t["task_index"], t["rollout_index"]) for t in cmp.result["trials"]} == {(1, 0), (1, 1), (4, 0), (4, 1)}
+        await pilot.press("a")                                          # the trial's card in run A
+        await pilot.pause()
+        assert isinstance(app.screen, TrialCard) and app.screen.card.status == "completed"
+        assert "run A" in str(app.screen.query_one("Vertical").border_subtitle)
+        await pilot.press("r")                                          # its row, one key away
+        await pilot.pause()
+        text = app.screen.text.plain
+        assert "run A" in text and "completed" in text and '"_ng_task_index": 1' in text
+        await pilot.press("escape", "b")                                # the same trial in run B
+        await pilot.pause()
+        assert isinstance(app.screen, TrialCard) and app.screen.card.status == "never_ran"
+        assert app.screen.card.lines, "a never-ran trial's card lists the lines that show it"
+        await pilot.press("enter")                                      # a listed line: its log at that line
+        await pilot.pause()
+        assert isinstance(app.screen, EvidenceScreen)
+        assert app.screen.ev == app.screen.ev and app.screen.query_one("LogView").border_title
+        await pilot.press("escape")
+        assert app.screen is cmp
+        await pilot.press("escape")
+        assert app.screen is screen
+
+
+def test_snapshot_compare_screen(snap_compare, tmp_path, monkeypatch):
+    make_tree(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "runs"
+    app = BrowseApp(BrowseState([str(root)]))
+
+    async def run_before(pilot):
+        await wait_scanned(pilot, app)
+        cmp = CompareScreen(str(root / "exp0" / "mixed_ok"), str(root / "exp1" / "some_never_ran"), [str(root)])
+        app.push_screen(cmp)
+        for _ in range(250):
+            if cmp.loaded:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(110, 30), run_before=run_before)

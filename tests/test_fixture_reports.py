@@ -6,15 +6,16 @@ import sys
 
 import pytest
 
-from conftest import CASES, MCQA
+from conftest import CASES, CASES07, MCQA
 
 TRUTH_VERDICT = {
     "ok": "ok", "some-never-ran": "some_never_ran", "collection-aborted": "collection_aborted",
     "startup-failed": "startup_failed", "no-agent-ran": "no_agent_ran", "incomplete": "incomplete",
+    "some-failed": "some_failed",
 }
-EXIT = {"ok": 0, "some_never_ran": 1, "incomplete": 1, "collection_aborted": 2, "startup_failed": 2,
-        "no_agent_ran": 2}
-CASE_NAMES = sorted(p.name for p in CASES.iterdir() if (p / "truth.json").is_file())
+EXIT = {"ok": 0, "some_never_ran": 1, "some_failed": 1, "incomplete": 1, "collection_aborted": 2,
+        "startup_failed": 2, "no_agent_ran": 2}
+CASE_PATHS = sorted(p for d in (CASES, CASES07) for p in d.iterdir() if (p / "truth.json").is_file())
 
 
 def report(path, *extra):
@@ -24,10 +25,10 @@ def report(path, *extra):
     return json.loads(proc.stdout), proc.returncode
 
 
-@pytest.fixture(scope="module", params=CASE_NAMES)
+@pytest.fixture(scope="module", params=CASE_PATHS, ids=lambda p: p.name)
 def case(request):
-    truth = json.loads((CASES / request.param / "truth.json").read_text())
-    data, code = report(CASES / request.param)
+    truth = json.loads((request.param / "truth.json").read_text())
+    data, code = report(request.param)
     return truth, data, code
 
 
@@ -52,6 +53,14 @@ def test_trial_statuses_and_rows(case):
             assert mine["reward"] == t["reward"]
         if t["status"] == "never_ran":
             assert mine["reward"] is None and mine["withheld_reward"] == t["reward"]
+        if t.get("failure_class"):
+            assert mine["failure_class"] == t["failure_class"]
+        if t.get("failure_http_status"):
+            assert mine["http_status"] == t["failure_http_status"]
+        named = {(e["file"], e["line"]) for e in t.get("evidence") or []}
+        if named:   # the collector line that named the failure
+            where = mine["named_at"] or mine["evidence"]
+            assert (where["file"], where["line"]) in named
     counts = {k: v for k, v in data["counts"].items() if v}
     assert counts == truth["run"]["trial_counts"]
 
@@ -68,10 +77,18 @@ def test_servers(case):
             assert mine["ready_evidence"]["line"] == s["ready_evidence"]["line"]
         if s.get("failure"):
             assert mine["state"] == "failed"
-            first = s["failure"]["cause_visible_at"][0]
-            assert (mine["evidence"]["file"], mine["evidence"]["line"]) == (first["file"], first["line"])
+            causes = s["failure"]["cause_visible_at"]
+            where = (mine["evidence"]["file"], mine["evidence"]["line"])
+            if "0.7.0" in truth["gym_version"]:
+                # what the server itself was doing when it failed: a line of its own output
+                assert where in {(c["file"], c["line"]) for c in causes}
+                assert mine["evidence"]["file"] == s["log_file"]
+            else:
+                assert where == (causes[0]["file"], causes[0]["line"])
         else:
             assert mine["state"] != "failed"
+        if truth["run"]["servers_ready_line"]:
+            assert mine["reported_ready_by_gym"] == s["reported_ready_by_gym"], s["name"]
 
 
 def test_verdict_evidence_is_among_the_recorded_causes(case):
@@ -92,6 +109,38 @@ def test_verdict_evidence_is_among_the_recorded_causes(case):
         related = {(e["file"], e["line"]) for e in data["related"]}
         assert any(f.endswith("policy_model.log") for f, _ in related & where)
         assert any(f.startswith("gym_eval_run.stderr") for f, _ in related & where)
+
+
+def test_gym_health_beside_our_status(case):
+    truth, data, _ = case
+    gym = truth["run"].get("gym_rollout_health")
+    if not gym:
+        assert data["gym_health"] is None
+        return
+    totals = data["gym_health"]
+    assert {k: totals[k] for k in ("healthy", "unhealthy", "unobserved")} == gym["run_verdicts"]
+    got = {(t["task_index"], t["rollout_index"]): t for t in data["trials"]}
+    for row in gym["rollout_verdicts"]:
+        mine = got[(row["task_index"], row["rollout_index"])]["gym_health"]
+        assert mine["verdict"] == row["verdict"]
+        assert (mine["evidence"]["file"], mine["evidence"]["line"]) == (gym["rollout_verdicts_file"], row["line"])
+    # Gym's own check never replaces the never-ran rule: without observability it calls never-ran
+    # trials `unobserved`, and gymwatch says they disagree
+    for t in data["trials"]:
+        h = t["gym_health"]
+        if t["status"] == "never_ran" and h["verdict"] != "unhealthy":
+            assert h["disagrees"]
+        if t["status"] == "completed" and h["verdict"] != "unhealthy":
+            assert not h["disagrees"]
+
+
+def test_gym_version_from_the_run(case):
+    truth, data, _ = case
+    version = data["info"]["gym_version"]
+    if "0.7.0" in truth["gym_version"]:
+        assert version in ("0.7.0", "0.7+"), data["info"]["gym_version_basis"]
+    elif version:
+        assert version == "0.4.0" or version.startswith("0.4-"), data["info"]["gym_version_basis"]
 
 
 def test_secrets_are_redacted_everywhere(case):

@@ -12,7 +12,7 @@ from gymwatch.core.model import SERVER_STATES, TRIAL_STATUSES, VERDICTS, RunStat
 from gymwatch.core.records import BadLine, failure_facts, materialized_facts, rollout_facts
 from gymwatch.core.reducer import Reducer
 from gymwatch.core.sanitize import clean
-from gymwatch.core.verdict import counts, settle, verdict
+from gymwatch.core.verdict import counts, verdict
 from gymwatch.report import render
 
 GYM_LINES = [
@@ -90,8 +90,8 @@ def test_reducer_stays_consistent(evs, ended):
         else:
             r.materialized_row("rollouts_materialized_inputs.jsonl", n, raw)
     state.collector.alive = not ended
-    settle(state, r.trackers, 2.0)
-    settle(state, r.trackers, 2.0)   # idempotent
+    r.settle(2.0)
+    r.settle(2.0)   # idempotent
     assert all(s.state in SERVER_STATES for s in state.servers.values())
     assert all(t.status in TRIAL_STATUSES for t in state.trials.values())
     assert all(key == t.key for key, t in state.trials.items())

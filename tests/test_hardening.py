@@ -129,7 +129,7 @@ def test_rollouts_truncated_and_rewritten_while_watched(tmp_path):
     assert ch.reset
     c = counts(s.state)
     assert c["completed"] == 1 and c["pending"] == 2
-    assert s.state.trials[(2, 0, None)].reward == 0.0
+    assert s.state.trials[(2, 0)].reward == 0.0
 
 
 def test_log_rotated_while_watched(tmp_path):
@@ -305,3 +305,14 @@ def test_non_finite_numbers_are_not_counts_or_rewards(tmp_path):
     t0 = data["trials"][0]
     assert t0["status"] == "completed" and t0["reward"] is None and t0["input_tokens"] is None
     assert data["mean_reward"] == 0.5
+
+
+def test_a_reader_that_stops_early_ends_the_report_quietly():
+    """`gymwatch report RUN --format json | head -c 100`: no traceback, no 'internal error'."""
+    run = Path(__file__).parent / "fixtures" / "gym-0.7.0-cases-extra" / "g07_200_trials"
+    p = subprocess.Popen([sys.executable, "-m", "gymwatch", "report", str(run), "--format", "json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.read(100)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(60) == 141 and err == ""

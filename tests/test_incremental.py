@@ -138,7 +138,7 @@ def test_logs_read_after_gyms_own_output_give_the_same_model(tmp_path, case):
 
 
 def test_trials_that_turn_missing_are_reported_as_changed(tmp_path):
-    """settle() marks pending trials missing once the collector has ended: a view updating
+    """Reducer.settle() marks pending trials missing once the collector has ended: a view updating
     only changed trials must hear of them."""
     src = CASES / "aborted_500"
     run = tmp_path / "run"
@@ -154,3 +154,22 @@ def test_trials_that_turn_missing_are_reported_as_changed(tmp_path):
     changes = session.poll()
     missing = {k for k, t in session.state.trials.items() if t.status == "missing"}
     assert missing == pending and missing <= changes.trials
+
+
+def test_what_settle_concludes_about_servers_is_reported_as_a_change():
+    """A server Gym names as dead is failed by Reducer.settle: views that redraw only what
+    changed must hear of it, and a second settle changes nothing."""
+    from gymwatch.core.layout import ENV
+    from gymwatch.core.model import RunState
+    from gymwatch.core.reducer import Reducer
+
+    st = RunState(root="/r")
+    r = Reducer(st)
+    r.server_log_line("mcqa", "logs/mcqa.log", 1, "INFO:     Started server process [41]")
+    r.stream_line(ENV, "gym_env_start.stderr.log", 1, "RuntimeError: Process `mcqa` finished unexpectedly!")
+    r.take_changes()
+    r.settle(5.0)
+    changes = r.take_changes()
+    assert st.servers["mcqa"].state == "failed" and "mcqa" in changes.servers and changes.run
+    r.settle(5.0)
+    assert not r.take_changes()

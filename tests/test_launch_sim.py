@@ -15,7 +15,7 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def head(port):
-    return [f"+head_server.host=127.0.0.1", f"+head_server.port={port}"]
+    return ["+head_server.host=127.0.0.1", f"+head_server.port={port}"]
 
 
 def env_then_eval(speed, port, *extra_env):
@@ -176,3 +176,126 @@ def test_attach_on_a_launched_run_can_stop_it_on_quit(tmp_path, run_dirs):
     code, _ = run_screen(["attach", str(plan.run_dir), "--on-quit", "stop"], keys=b"q")
     assert code == 0
     assert wait_for(lambda: not is_live(plan.run_dir), 60, "the run to stop")
+
+
+def test_stop_sweeps_a_marked_process_that_appears_after_the_first_sweep(tmp_path):
+    """Ray's raylet starts its agents late: one seen only after a sweep must not be left running
+    while stop says "0 left"."""
+    import os
+    import subprocess
+    import sys
+
+    from gymwatch.launch.spawn import MARKER_VAR
+    from gymwatch.launch.stop import StopResult, _sweep_until_quiet
+
+    rid = f"late-{os.getpid()}"
+    marked_env = {**os.environ, MARKER_VAR: rid}
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    first = subprocess.Popen(sleeper, env=marked_env)
+    late = ("import os, subprocess, sys, time; time.sleep(1.0); "
+            f"subprocess.Popen({sleeper!r}, env={{**os.environ, {MARKER_VAR!r}: {rid!r}}}); time.sleep(60)")
+    launcher = subprocess.Popen([sys.executable, "-c", late])        # unmarked, like a parent outside the run
+    try:
+        assert wait_for(lambda: marked(rid), 10, "the first marked process")
+        res = StopResult(rid)
+        left = _sweep_until_quiet(rid, {os.getpid()}, res, say=lambda s: None, quiet=2.5)
+        assert left == [] and marked(rid) == []
+        assert len(res.stopped) == 2, res.stopped
+    finally:
+        launcher.kill()
+        first.kill()
+        for p in marked(rid):
+            p.kill()
+
+
+def test_a_process_that_wrote_over_the_start_of_its_environment_is_still_found(tmp_path):
+    """Ray's agents retitle themselves (setproctitle) by writing over the start of their
+    environment block; psutil then reads no environment at all, and stop missed them."""
+    import os
+    import subprocess
+    import sys
+
+    import psutil
+
+    from gymwatch.core.procs import env_value
+    from gymwatch.launch.spawn import MARKER_VAR
+
+    rid = f"retitled-{os.getpid()}"
+    clobber = ("import time\n"
+               "fields = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n"
+               "env_start = int(fields[47])       # field 50 of /proc/PID/stat\n"
+               "with open('/proc/self/mem', 'r+b') as mem:\n"
+               "    mem.seek(env_start); mem.write(b'\\0' * 64)\n"
+               "print('ok', flush=True)\n"
+               "time.sleep(60)\n")
+    env = {"FILLER": "x" * 200, MARKER_VAR: rid, "PATH": os.environ.get("PATH", "")}
+    child = subprocess.Popen([sys.executable, "-c", clobber], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ok"
+        proc = psutil.Process(child.pid)
+        assert proc.environ().get(MARKER_VAR) is None           # what psutil sees
+        assert env_value(proc, MARKER_VAR) == rid
+        assert [p.pid for p in marked(rid)] == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
+
+
+GYM_LIKE = r'''
+import os, signal, subprocess, sys, time
+CHILD = """
+import os, time
+if os.environ.get("OWN_PGID"):
+    os.setpgid(0, 0)
+st = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+start, end = int(st[47]), int(st[48])          # env_start, env_end: what /proc/PID/environ shows
+with open("/proc/self/mem", "r+b", 0) as mem:  # zero it, as setproctitle does (Ray's agents)
+    mem.seek(start)
+    mem.write(b"\\0" * (end - start))
+open(os.environ["READY_FILE"], "w").write(str(os.getpid()))
+while True:
+    time.sleep(1)
+"""
+subprocess.Popen([sys.executable, "-c", CHILD])
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))     # gym exits on SIGTERM, its child stays
+while True:
+    time.sleep(1)
+'''
+
+
+@pytest.mark.parametrize("own_group", [False, True], ids=["same_group", "own_group"])
+def test_stop_ends_a_process_that_wiped_its_marker(tmp_path, own_group, monkeypatch):
+    """Ray retitles its agents with setproctitle, which zeroes /proc/PID/environ (marker
+    included): stop still finds them in the run's own sessions, ends them, and says 0 left only
+    once they are gone."""
+    import os
+
+    import psutil
+
+    from gymwatch.launch import manifest as mf
+    from gymwatch.launch.spawn import gym_env, spawn
+    from gymwatch.launch.stop import stop_run
+
+    script = tmp_path / "gym_like.py"
+    script.write_text(GYM_LIKE)
+    ready = tmp_path / "child.pid"
+    monkeypatch.setenv("READY_FILE", str(ready))
+    if own_group:
+        monkeypatch.setenv("OWN_PGID", "1")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    rid = mf.new_run_id()
+    data = mf.build(rid, "0.4.0", "127.0.0.1:1", None, None, {}, {"mode": "env"})
+    entry = spawn("env", [sys.executable, str(script)], run_dir, tmp_path, gym_env(rid))
+    data["processes"].append(entry)
+    mf.write(run_dir, data)
+    wait_for(lambda: ready.exists() and ready.read_text(), 20, "the child to wipe its environment")
+    child = int(ready.read_text())
+    assert f"GYMWATCH_RUN_ID={rid}".encode() not in open(f"/proc/{child}/environ", "rb").read()
+    try:
+        res = stop_run(run_dir, grace=5)
+        assert res.ok
+        assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    finally:
+        if psutil.pid_exists(child):
+            os.kill(child, signal.SIGKILL)

@@ -9,7 +9,9 @@ import pytest
 
 from conftest import record_made
 from gymwatch.core import eolcount, logindex
-from gymwatch.core.logindex import CAP, LogIndex, LogSet, Matcher
+from gymwatch.core.logindex import CAP, LogIndex
+from gymwatch.core.logset import LogSet
+from gymwatch.core.matcher import Matcher
 from gymwatch.core.tail import Tailer, decode
 
 

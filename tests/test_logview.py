@@ -7,7 +7,8 @@ from contextlib import contextmanager
 
 from textual.app import App, ComposeResult
 
-from gymwatch.tui.logview import LineScreen, LogView, external_command
+from gymwatch.tui.logscreens import LineScreen
+from gymwatch.tui.logview import LogView, external_command
 
 SIZE = (90, 16)
 
@@ -176,7 +177,7 @@ async def test_long_line_capped_enter_shows_whole(tmp_path):
         assert first[-1].text == "…" and first[-1].style.color.name == "red"   # capped
         await pilot.press("enter")
         await pilot.pause()
-        assert isinstance(app.screen, LineScreen) and app.screen._text.endswith("END")
+        assert isinstance(app.screen, LineScreen) and app.screen.text.endswith("END")
         await pilot.press("escape")
         assert not isinstance(app.screen, LineScreen)
 
@@ -253,7 +254,7 @@ async def test_big_logs_filter_and_find_in_a_thread(tmp_path, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         lv = app.query_one(LogView)
         lv.set_filter("beta")
-        assert await settle(pilot, lambda: not lv._filtering)
+        assert await settle(pilot, lambda: not lv.filtering)
         assert lv.row_count == 30
         lv.set_filter("")
         assert lv.find("line 25") is None                    # answered by the worker
@@ -333,10 +334,28 @@ async def test_errors_only_while_following_keeps_following(tmp_path, monkeypatch
         lv = app.query_one(LogView)
         assert await settle(pilot, lambda: lv.scroll_y == lv.max_scroll_y > 0)
         await pilot.press("e")
-        assert await settle(pilot, lambda: not lv._filtering and lv.row_count == 286)
+        assert await settle(pilot, lambda: not lv.filtering and lv.row_count == 286)
         assert await settle(pilot, lambda: lv.scroll_y == lv.max_scroll_y)
-        assert lv.follow and not lv._paused and "ERROR: bad 1995" in screen_text(lv)[-1]
+        assert lv.follow and not lv.paused and "ERROR: bad 1995" in screen_text(lv)[-1]
         with p.open("a") as fh:
             fh.write("fine x\nERROR: appended\n")
         lv.refresh_file()
         assert await settle(pilot, lambda: "ERROR: appended" in screen_text(lv)[-1])
+
+
+async def test_a_resize_keeps_following_at_the_end_and_a_jumped_line_in_view(tmp_path):
+    """Made smaller while following (a terminal resized, panes stacked), the view showed a stale
+    middle of the file until a new line came."""
+    p = numbered(tmp_path, 300)
+    app = ViewApp(p, follow=True)
+    async with app.run_test(size=(200, 50)) as pilot:
+        lv = app.query_one(LogView)
+        assert await settle(pilot, lambda: lv.row_count == 300 and lv.scroll_y == lv.max_scroll_y > 0)
+        await pilot.resize_terminal(80, 12)
+        assert await settle(pilot, lambda: lv.scroll_y == lv.max_scroll_y and "line 300" in screen_text(lv)[-1])
+    app = ViewApp(p, line=40)
+    async with app.run_test(size=(200, 50)) as pilot:
+        lv = app.query_one(LogView)
+        assert await settle(pilot, lambda: any("line 40 beta" in t for t in screen_text(lv)))
+        await pilot.resize_terminal(80, 8)
+        assert await settle(pilot, lambda: any("line 40 beta" in t for t in screen_text(lv)))

@@ -1,4 +1,4 @@
-"""The never-ran truth table (GYM_REFERENCE §5), and the whole-run `no_agent_ran` verdict."""
+"""The never-ran truth table (docs/gym-formats.md §9), and the whole-run `no_agent_ran` verdict."""
 
 import json
 
@@ -106,5 +106,40 @@ def test_never_ran_reward_is_withheld_from_the_mean():
                                         "_ng_rollout_index": 0}).encode()]
     state = _state(rows)
     assert mean_reward(state) == 1.0
-    t = state.trials[(0, 0, None)]
+    t = state.trials[(0, 0)]
     assert t.reward is None and t.withheld_reward == 0.0
+
+
+def _agent_state(agent_lines):
+    state = _state([_row(0, 0, NR), _row(1, 0, NR)])
+    r = Reducer(state)
+    for i, text in enumerate(agent_lines, 1):
+        r.server_log_line("a_agent", "logs/a_agent.log", i, text)
+    return state
+
+
+BANNER = ["INFO:     Started server process [4242]", "INFO:     Application startup complete.",
+          "INFO:     Uvicorn running on http://127.0.0.1:8001 (Press CTRL+C to quit)"]
+
+
+def test_no_agent_ran_points_at_the_rows_and_the_agents_run_lines_not_its_banner():
+    state = _agent_state(BANNER + ['INFO:     127.0.0.1:5000 - "POST /run HTTP/1.1" 200 OK',
+                                   'INFO:     127.0.0.1:5000 - "POST /run HTTP/1.1" 200 OK'])
+    v = verdict(state)
+    assert v.name == "no_agent_ran"
+    assert (v.evidence.file, v.evidence.line) == ("rollouts.jsonl", 1)
+    assert "never called" in v.reason and "every token count is 0" in v.evidence.note
+    assert [(e.file, e.line) for e in v.related] == [("logs/a_agent.log", 4)]    # its first /run
+
+
+def test_no_agent_ran_points_at_an_error_the_agent_printed_while_serving():
+    state = _agent_state(BANNER + ['INFO:     127.0.0.1:5000 - "POST /run HTTP/1.1" 200 OK',
+                                   "ERROR:    Exception in ASGI application"])
+    v = verdict(state)
+    assert (v.evidence.file, v.evidence.line) == ("logs/a_agent.log", 5)
+    assert [(e.file, e.line) for e in v.related] == [("rollouts.jsonl", 1)]
+
+
+def test_no_agent_ran_without_agent_logs_points_at_the_rows():
+    v = verdict(_state([_row(0, 0, NR)]))
+    assert (v.evidence.file, v.evidence.line) == ("rollouts.jsonl", 1) and v.related == []

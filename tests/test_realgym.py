@@ -15,10 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from conftest_realgym import MCQA, PY313, free_port, gymwatch, marked, run_dirs, run_id, wait_for  # noqa: F401
+from conftest_realgym import MCQA, PY313, free_port, gymwatch, in_sessions, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, wait_for  # noqa: F401
 
 pytestmark = [pytest.mark.realgym, pytest.mark.timeout(900)]
 
@@ -26,7 +25,7 @@ VENV = Path(os.environ.get("GYMWATCH_GYM_VENV", "/tmp/gymwatch-gymvenv"))
 
 
 @pytest.fixture(scope="module")
-def gym_env() -> dict:
+def gym_env(realgym_lock) -> dict:
     gym = VENV / "bin" / "gym"
     if not gym.exists():
         pytest.fail(f"no real NeMo Gym at {gym}: run .ci/install_gym.sh (or set GYMWATCH_GYM_VENV to a venv "
@@ -35,18 +34,9 @@ def gym_env() -> dict:
         pytest.fail(f"Python 3.13.0 missing at {PY313}: Gym's server venvs need it", pytrace=False)
     env = dict(os.environ)
     env.update(PATH=f"{VENV / 'bin'}:{PY313 / 'bin'}:{env.get('PATH', '')}", UV_PYTHON_DOWNLOADS="never",
-               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    _remove_stale_ray_file()
+               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_TMPDIR=ray_tmpdir())
     (VENV / "work").mkdir(exist_ok=True)
     return env
-
-
-def _remove_stale_ray_file() -> None:
-    """A dead cluster's /tmp/ray/ray_current_cluster confuses the next start (GYM_REFERENCE §7)."""
-    current = Path("/tmp/ray/ray_current_cluster")
-    alive = any(p.info["name"] == "gcs_server" for p in psutil.process_iter(["name"]))
-    if current.exists() and not alive:
-        current.unlink()
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +99,7 @@ def test_mcqa_collects_ten_trials_and_stop_leaves_nothing(gym_env, stub, tmp_pat
     assert stop.returncode == 0, stop.stdout + stop.stderr
     assert f"0 left with GYMWATCH_RUN_ID={rid}" in stop.stdout
     assert marked(rid) == []
+    assert in_sessions(run_dir) == [], [p.name() for p in in_sessions(run_dir)]   # retitled, marker zeroed
 
 
 def test_server_that_cannot_bind_is_startup_failed_with_its_own_line(gym_env, stub, tmp_path, run_dirs):
@@ -133,3 +124,4 @@ def test_server_that_cannot_bind_is_startup_failed_with_its_own_line(gym_env, st
     stop = gymwatch("stop", str(run_dir), env=gym_env, timeout=120)
     assert stop.returncode == 0, stop.stdout + stop.stderr
     assert marked(rid) == []
+    assert in_sessions(run_dir) == [], [p.name() for p in in_sessions(run_dir)]   # retitled, marker zeroed

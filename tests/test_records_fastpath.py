@@ -114,7 +114,13 @@ def oracle_rollout(raw: bytes) -> RowFacts:
     if "_ng_failure_class" in obj and obj["_ng_failure_class"]:
         facts.failure_class = str(obj["_ng_failure_class"])
         facts.message = records._message(obj)
+        facts.http_status = _o_http_status(obj)
     return facts
+
+
+def _o_http_status(obj: dict) -> Optional[int]:
+    status = obj.get("_ng_failure_http_status")
+    return status if type(status) is int and 100 <= status <= 599 else None
 
 
 def oracle_failure(raw: bytes) -> RowFacts:
@@ -126,6 +132,7 @@ def oracle_failure(raw: bytes) -> RowFacts:
     _o_usage(response, facts)
     facts.failure_class = str(obj.get("_ng_failure_class") or "unknown")
     facts.message = records._message(obj)
+    facts.http_status = _o_http_status(obj)
     return facts
 
 

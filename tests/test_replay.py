@@ -8,7 +8,7 @@ import pytest
 
 from gymwatch.cli import main
 from gymwatch.replay import MARKER, Replayer, ReplayError, load_timeline, run_files, synthesize
-from gymwatch.tui.testing import CASES
+from conftest import CASES
 
 
 def same_tree(src: Path, dst: Path) -> None:

@@ -1,4 +1,4 @@
-"""Scenarios the fixtures do not cover, built from GYM_REFERENCE's formats."""
+"""Scenarios the fixtures do not cover, built from the formats in docs/gym-formats.md."""
 
 import json
 from pathlib import Path
@@ -75,10 +75,11 @@ def test_judge_failed_row_points_at_resources_server(tmp_path):
     assert (t["status"], t["failure_class"], t["message"]) == ("failed", "judge_failed", "judge returned 401")
     assert t["evidence"] == {"file": "rollouts_failures.jsonl", "line": 1, "text": ""}
     assert (t["cause"]["file"], t["cause"]["line"]) == ("logs/env.log", 4)
-    assert data["verdict"] == "ok" and data["exit_code"] == 1
+    # a finished run with failed trials is not "ok"
+    assert data["verdict"] == "some_failed" and data["exit_code"] == 1
 
 
-def test_attempts_replace_the_pending_placeholder(tmp_path):
+def test_attempts_are_one_trial_with_its_status_from_the_last(tmp_path):
     run = Run(tmp_path)
     run.expect(1)
     run.rows("_failures", {"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_attempt_index": 0,
@@ -86,9 +87,12 @@ def test_attempts_replace_the_pending_placeholder(tmp_path):
     run.rows("", rollout(0, _ng_attempt_index=1))
     run.finish()
     data, _ = report(tmp_path)
-    keys = {(t["task_index"], t["rollout_index"], t["attempt_index"]): t["status"] for t in data["trials"]}
-    assert keys == {(0, 0, 0): "failed", (0, 0, 1): "completed"}
+    [t] = data["trials"]
+    assert (t["task_index"], t["rollout_index"], t["attempt_index"], t["status"]) == (0, 0, 1, "completed")
+    assert [(a["attempt_index"], a["status"]) for a in t["attempts"]] == [(0, "failed"), (1, "completed")]
+    assert t["attempts"][0]["failure_class"] == "transient"
     assert data["counts"]["missing"] == 0 and data["counts"]["pending"] == 0
+    assert data["verdict"] == "ok"
 
 
 def test_reused_log_dir_counts_only_the_latest_start(tmp_path):

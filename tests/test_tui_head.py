@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from gymwatch.tui import head
-from gymwatch.tui.testing import fixture_app, wait_for
+from tuihelpers import fixture_app, wait_for
 
 
 def free_port() -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gymwatch.core import session as core_session
-from gymwatch.tui.testing import FakeClock, EPOCH, make_app, staged_live, view_settled, wait_for
+from tuihelpers import EPOCH, make_app, staged_live, toasts, view_settled, wait_for
 
 SIZE = (120, 40)
 
@@ -25,8 +25,7 @@ def ready_counts(app) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-async def test_replay_fills_the_screen(tmp_path: Path):
-    clock = FakeClock()
+async def test_replay_fills_the_screen(tmp_path: Path, clock):
     live, rp = staged_live("some_never_ran", tmp_path / "some_never_ran", [1.0], clock)
     app = make_app(live, clock)
     boards, trial_rows = [], []
@@ -44,14 +43,17 @@ async def test_replay_fills_the_screen(tmp_path: Path):
         assert boards[0][0] == 0 and boards[-1] == (3, 3)
         assert any(0 < r < 10 for r in trial_rows) or trial_rows.count(10) < len(trial_rows)
         assert trial_rows[-1] == 10
-        never = [k for k in ((1, 0, None), (1, 1, None), (4, 0, None), (4, 1, None))
+        never = [k for k in ((1, 0), (1, 1), (4, 0), (4, 1))
                  if app.trials.cell(k, "status").plain == "◆ NEVER RAN"]
         assert len(never) == 4
-        assert "on dark_magenta" in str(app.trials.cell((4, 1, None), "status").style)
+        assert "on dark_magenta" in str(app.trials.cell((4, 1), "status").style)
         app.trials.focus()
-        app.trials.select((4, 0, None))
-        await pilot.press("enter")
-        trial = app.live.state.trials[(4, 0, None)]
+        app.trials.select((4, 0))
+        await pilot.press("enter")          # the trial's card; `r` there: its raw row
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "TrialCard")
+        await pilot.press("r")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ != "TrialCard")
+        trial = app.live.state.trials[(4, 0)]
         assert app.pane.rel == "rollouts.jsonl" and app.pane.line == trial.evidence.line
         assert await wait_for(pilot, lambda: view_settled(app))
         view = app.pane.view
@@ -59,8 +61,7 @@ async def test_replay_fills_the_screen(tmp_path: Path):
                               and view.current()[1] == trial.evidence.line)
 
 
-async def test_startup_failure_appears_live(tmp_path: Path):
-    clock = FakeClock()
+async def test_startup_failure_appears_live(tmp_path: Path, clock):
     live, rp = staged_live("startup_failed", tmp_path / "startup_failed", [1.0], clock)
     app = make_app(live, clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -69,6 +70,6 @@ async def test_startup_failure_appears_live(tmp_path: Path):
         app.hints.put_nowait("all")
         assert await wait_for(pilot, lambda: app.board.row_count == 3
                               and "failed" in app.board.get_cell("policy_model", "state").plain)
-        assert any("startup failed" in str(n.message) for n in app._notifications)
+        assert any("startup failed" in m for m in toasts(app))
         await pilot.press("right_square_bracket")
         assert app.pane.rel == "logs/policy_model.log" and app.pane.line == 9

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gymwatch.core import session as core_session
-from gymwatch.tui.testing import FakeClock, fixture_app, make_app, staged_live, view_settled, wait_for
+from tuihelpers import fixture_app, make_app, staged_live, view_settled, wait_for
 
 SIZE = (120, 40)
 COLD_START = [3.3, 9.4, 10.4, 12.4, 20.0, 24.2, 24.5, 25.5, 26.2]
@@ -30,15 +30,13 @@ async def settled(pilot) -> None:
                           and (not view.follow or view.scroll_y >= view.max_scroll_y))
 
 
-def test_cold_start_one_server_stuck_installing(snap_compare, tmp_path: Path):
-    clock = FakeClock()
+def test_cold_start_one_server_stuck_installing(snap_compare, tmp_path: Path, clock):
     live, _ = staged_live("live_timeline", tmp_path / "live_timeline", COLD_START, clock)
     clock.t += STUCK_FOR
     assert snap_compare(make_app(live, clock), terminal_size=SIZE, run_before=settled)
 
 
-def test_collecting(snap_compare, tmp_path: Path):
-    clock = FakeClock()
+def test_collecting(snap_compare, tmp_path: Path, clock):
     live, _ = staged_live("live_timeline", tmp_path / "live_timeline", COLLECTING, clock)
     assert snap_compare(make_app(live, clock), terminal_size=SIZE, run_before=settled)
 

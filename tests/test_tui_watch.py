@@ -9,7 +9,8 @@ import pytest
 
 from gymwatch.tui.app import GymwatchApp
 from gymwatch.tui.live import LiveRun
-from gymwatch.tui.testing import CASES, wait_for
+from conftest import CASES
+from tuihelpers import wait_for
 from gymwatch.tui.watch import fs_type, is_network_fs, needs_polling, watchfiles_source
 
 
@@ -54,4 +55,4 @@ async def test_real_watcher_sees_appended_rows(tmp_path: Path):
 def _key(raw: bytes) -> tuple:
     import json
     d = json.loads(raw)
-    return (d["_ng_task_index"], d["_ng_rollout_index"], None)
+    return (d["_ng_task_index"], d["_ng_rollout_index"])

@@ -1,0 +1,110 @@
+"""The live screen on replays of real Gym 0.7.0 runs: the venv-lock wait, the spin-up limit as it
+runs out, environment servers, Gym's health column (fixed clock, staged replays)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import CASES07
+from test_tui_app import summary_plain
+
+from gymwatch.core import session as core_session
+from tuihelpers import EPOCH, FakeClock, fixture_app, make_app, staged_live, view_settled, wait_for
+
+SIZE = (120, 40)
+COLD = CASES07 / "g07_cold_start_shared_venv"
+TIMEOUT = CASES07 / "g07_spinup_timeout"
+
+
+@pytest.fixture(autouse=True)
+def shape_check_every_poll(monkeypatch):
+    monkeypatch.setattr(core_session, "SHAPE_CHECK_EVERY", 0.0, raising=False)
+
+
+async def settled(pilot) -> None:
+    app = pilot.app
+    view = app.pane.view
+    assert await wait_for(pilot, lambda: app.started and view_settled(app)
+                          and (not view.follow or view.scroll_y >= view.max_scroll_y))
+
+
+def board(app) -> dict[str, str]:
+    """Each server's row on the board as plain text."""
+    b = app.board
+    return {key.value: " | ".join(str(c) for c in b.row_cells(key.value)) for key in b.rows}
+
+
+def staged(case: Path, times: list[float], tmp: Path):
+    clock = FakeClock()
+    live, rp = staged_live(case, tmp / case.name, times, clock)
+    return make_app(live, clock), clock, live, rp
+
+
+async def test_cold_start_shows_the_venv_lock_and_the_spinup_clock(tmp_path):
+    app, clock, live, rp = staged(COLD, [5.0, 12.1, 12.4, 20.0], tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        rows = board(app)
+        assert len(rows) == 6 and "env" in rows["mcqa_environment_server"]
+        assert "waiting for mcqa_simple_agent's venv setup" in rows["mcqa_simple_agent_b"]
+        assert "creating venv" in rows["mcqa_simple_agent"]
+        assert "7s/10m00s" in rows["mcqa"]                   # Gym 0.7's default limit, seen at 12.1 s
+        assert "spin-up limit 10m00s, 7s used" in app.board.border_title
+        for t in (33.4, 62.4):                                    # the lock released; all ready
+            rp.step_to(t)
+            clock.t = EPOCH + t
+            app.refresh_run()
+        await pilot.pause(0.05)
+        rows = board(app)
+        assert "venv up to date: 3 packages" in rows["mcqa_simple_agent_b"] or "ready" in rows["mcqa_simple_agent_b"]
+        assert all("/10m00s" not in r for r in rows.values())  # no limit once all are ready
+        assert "6/6 ready" in app.board.border_title
+
+
+async def test_spinup_limit_flags_the_server_as_it_nears_and_the_timeout_names_it(tmp_path):
+    app, clock, live, rp = staged(TIMEOUT, [5.0, 14.5, 45.1, 50.0], tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        mcqa = board(app)["mcqa"]
+        assert "35s/1m00s" in mcqa and "⚠" not in mcqa     # the 60 s limit from the run's config
+        clock.t = EPOCH + 60.0
+        app.refresh_run()
+        await pilot.pause(0.05)
+        assert "45s/1m00s ⚠" in board(app)["mcqa"]          # 75% of the limit used
+        rp.step_to(80.0)
+        clock.t = EPOCH + 80.0
+        app.refresh_run()
+        await wait_for(pilot, lambda: "STARTUP FAILED" in summary_plain(app))
+        summary = summary_plain(app)
+        assert "spin-up limit ran out waiting for mcqa" in summary
+        assert "not ready within Gym's 60s spin-up limit" in board(app)["mcqa"]
+
+
+async def test_health_column_flags_gym_and_gymwatch_disagreeing():
+    app = fixture_app(CASES07 / "g07_some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        assert app.trials.cell((1, 0), "gym").plain == "≠ unobs."
+        assert app.trials.cell((0, 0), "gym").plain == "unobs."
+        assert "Gym health 0✓ 0✗ 10? ≠4" in summary_plain(app)
+
+
+async def test_failed_trials_show_class_and_http_status():
+    app = fixture_app(CASES07 / "g07_run_failures_sidecar")
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        assert app.trials.cell((1, 0), "why").plain.startswith("agent_run_error HTTP 500: 500, message=")
+        assert "SOME TRIALS FAILED" in summary_plain(app)
+
+
+def test_snapshot_cold_start_venv_lock(snap_compare, tmp_path):
+    app, *_ = staged(COLD, [5.0, 12.1, 12.4, 20.0], tmp_path)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settled)
+
+
+def test_snapshot_spinup_limit_nearing(snap_compare, tmp_path, clock):
+    live, _ = staged_live(TIMEOUT, tmp_path / "t", [5.0, 14.5, 45.1, 50.0], clock)
+    clock.t = EPOCH + 60.0
+    assert snap_compare(make_app(live, clock), terminal_size=SIZE, run_before=settled)
