@@ -23,7 +23,7 @@ from .gen import make_run
 
 README = Path(__file__).resolve().parent / "README.md"
 BEGIN, END = "<!-- BEGIN TABLE -->", "<!-- END TABLE -->"
-OTHERS = (("bench_logindex", "log index"), ("bench_browse", "browse"))
+OTHERS = (("bench_serverlogs", "server logs"), ("bench_logindex", "log index"), ("bench_browse", "browse"))
 
 
 def _fmt(v) -> str:

@@ -48,7 +48,7 @@ async def _measure(root: Path, rollouts: Path, lines: list[str], n: int, force_p
     keys = []
     for ln in lines[:n]:
         obj = json.loads(ln)
-        keys.append((obj["_ng_task_index"], obj["_ng_rollout_index"], None))
+        keys.append((obj["_ng_task_index"], obj["_ng_rollout_index"]))     # a TrialKey
     index = {k: i for i, k in enumerate(keys)}
     written: dict[int, float] = {}
     evented: dict[int, float] = {}

@@ -6,7 +6,6 @@ The log looks like a Gym server log (uvicorn access lines; 1% tqdm bars redrawn 
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 import tempfile

@@ -1,6 +1,6 @@
 """Synthetic Gym run directories for the benchmarks, shaped like tests/fixtures/gym-0.4.0-cases.
 
-A row is what Gym 0.4.0 writes for mcqa + simple_agent (GYM_REFERENCE §4): the request
+A row is what Gym 0.4.0 writes for mcqa + simple_agent (docs/gym-formats.md §6): the request
 (`responses_create_params`, most of the bytes), an OpenAI Responses `response`, `reward`,
 environment extras, `_ng_task_index`, `_ng_rollout_index`, `agent_ref`. Indices, rewards, usage
 and prompt text vary; a few percent of rows are never-ran (§5); a failures sidecar and the
@@ -78,18 +78,36 @@ def _response(rng: random.Random, n: int, answer: str, inp: int, never_ran: bool
             f'"usage":{json.dumps(usage, separators=(",", ":"))},"user":null}}')
 
 
+def _trajectory(rng: random.Random, prompt_json: str, answer: str) -> str:
+    """Gym 0.7's `ng_trajectory` (with observability on): each model call of the rollout, its
+    messages and its usage: the rows get 2-3x bigger."""
+    turns = []
+    for i in range(rng.randint(1, 3)):
+        turns.append({"turn": i, "model_call": {"input": [{"role": "user", "content": json.loads(prompt_json)}],
+                                                "output": [{"role": "assistant", "content": f"Thinking about step {i}: " + " ".join(
+                                                    rng.choice(_WORDS) for _ in range(40)) + f" \\boxed{{{answer}}}"}],
+                                                "usage": {"input_tokens": rng.randint(200, 400), "output_tokens": rng.randint(5, 60)},
+                                                "latency_s": round(rng.random() * 3, 3)}})
+    return json.dumps(turns, separators=(",", ":"), ensure_ascii=True)
+
+
 def rollout_line(rng: random.Random, n: int, task: int, rollout: int, prompt_json: str,
-                 expected: str, never_ran: bool) -> str:
-    """One rollouts.jsonl line (no newline)."""
+                 expected: str, never_ran: bool, shape: str = "0.4") -> str:
+    """One rollouts.jsonl line (no newline); `shape` "0.7": with Gym 0.7's extra keys and a trajectory."""
     answer = expected if rng.random() < 0.55 else rng.choice(LETTERS)
     reward = 1.0 if answer == expected else 0.0
     inp = 120 + len(prompt_json) // 5 + rng.randint(0, 30)
     resp = _response(rng, n, answer, inp, never_ran)
     extracted = "null" if never_ran else json.dumps(answer)
+    extra = ""
+    if shape == "0.7":
+        extra = (f',"mask_sample":false,"failure_kind":null,"failure_reason":null,'
+                 f'"_ng_environment_server":"mcqa_environment_server","_ng_result_type":"verify_response",'
+                 f'"ng_trajectory":{"[]" if never_ran else _trajectory(rng, prompt_json, answer)}')
     return (f'{{"responses_create_params":{_REQ_HEAD}{prompt_json}{_REQ_TAIL},"response":{resp},'
             f'"reward":{0.0 if never_ran else reward},"expected_answer":"{expected}",'
             f'"extracted_answer":{extracted},"_ng_task_index":{task},"_ng_rollout_index":{rollout},'
-            f'"agent_ref":{{"name":"{AGENT}"}}}}')
+            f'"agent_ref":{{"name":"{AGENT}"}}{extra}}}')
 
 
 def failure_line(rng: random.Random, task: int, rollout: int, prompt_json: str) -> str:
@@ -108,8 +126,9 @@ def materialized_line(task: int, rollout: int, prompt_json: str, expected: str) 
             f'"_ng_task_index":{task},"_ng_rollout_index":{rollout}}}')
 
 
-def make_run(root: Path, rows: int, seed: int = 6) -> Generated:
-    """A finished Gym output dir under `root` with `rows` rollout rows (plus sidecars and logs)."""
+def make_run(root: Path, rows: int, seed: int = 6, shape: str = "0.4") -> Generated:
+    """A finished Gym output dir under `root` with `rows` rollout rows (plus sidecars and logs);
+    `shape` "0.7": rows as Gym 0.7 writes them with observability on (see rollout_line)."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     _copy_fixture_logs(root)
@@ -140,7 +159,7 @@ def make_run(root: Path, rows: int, seed: int = 6) -> Generated:
             nr = n % NEVER_RAN_EVERY == 7
             never += nr
             pj, exp = prompt(t)
-            buf.append(rollout_line(rng, n, t, r, pj, exp, nr) + "\n")
+            buf.append(rollout_line(rng, n, t, r, pj, exp, nr, shape) + "\n")
             if len(buf) >= 2000:
                 fh.writelines(buf)
                 buf.clear()
