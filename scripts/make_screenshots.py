@@ -3,7 +3,8 @@
 
     .venv/bin/python scripts/make_screenshots.py [OUT_DIR]
 
-Same states as the snapshot tests (fixed clock), plus the aborted and ok runs.
+Same states as the snapshot tests (fixed clock), plus the aborted and ok runs, and
+`gymwatch serve` in Debian's headless chromium (screenshots/serve_aborted_500.png).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # the tests' helpers
 
 from gymwatch.core import session as core_session  # noqa: E402
-from gymwatch.tui.testing import (  # noqa: E402
+from tuihelpers import (  # noqa: E402
     FakeClock, fixture_app, make_app, staged_live, view_settled, wait_for,
 )
 
@@ -26,8 +28,8 @@ COLD_START = [3.3, 9.4, 10.4, 12.4, 20.0, 24.2, 24.5, 25.5, 26.2]
 COLLECTING = COLD_START + [30.2, 33.0, 36.0, 37.0, 38.0, 39.0, 40.0]
 
 
-async def shoot(app, out: Path, keys: tuple[str, ...] = ()) -> None:
-    async with app.run_test(size=SIZE) as pilot:
+async def shoot(app, out: Path, keys: tuple[str, ...] = (), size: tuple[int, int] = SIZE) -> None:
+    async with app.run_test(size=size) as pilot:
         view = app.pane.view
         settled = lambda: app.started and view_settled(app) and (  # noqa: E731
             not view.follow or view.scroll_y >= view.max_scroll_y)
@@ -35,6 +37,7 @@ async def shoot(app, out: Path, keys: tuple[str, ...] = ()) -> None:
         for key in keys:
             await pilot.press(key)
             await wait_for(pilot, settled)
+        await pilot.pause(0.2)          # the footer draws its keys after the first frames
         app.save_screenshot(filename=out.name, path=str(out.parent))
     print(out)
 
@@ -44,6 +47,19 @@ def staged(case: str, times: list[float], tmp: Path, stuck: float = 0.0):
     live, _ = staged_live(case, tmp / case, times, clock)
     clock.t += stuck
     return make_app(live, clock)
+
+
+async def serve_shot(case: str, out: Path) -> None:
+    """`gymwatch serve` on a recorded run, as a browser on a laptop shows it (through the same
+    headless chromium the serve tests drive)."""
+    from headless_browser import Browser, serving
+
+    run = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "gym-0.4.0-cases" / case
+    with serving(run) as (port, _):
+        async with Browser(1400, 860) as browser:
+            await browser.goto(f"http://127.0.0.1:{port}/?fontsize=14")
+            await browser.wait_js("document.body.classList.contains('-first-byte')", timeout=60)
+            out.write_bytes(await browser.settled_screenshot())
 
 
 async def main(out: Path) -> None:
@@ -57,6 +73,15 @@ async def main(out: Path) -> None:
     await shoot(fixture_app("startup_failed"), out / "startup_failed.svg")
     await shoot(fixture_app("aborted_500"), out / "aborted_500.svg")
     await shoot(fixture_app("mixed_ok"), out / "mixed_ok.svg")
+    # the layout at a small and a wide terminal (stacked panes; the Failure column whole)
+    await shoot(fixture_app("aborted_500"), out / "aborted_500_80x24.svg", size=(80, 24))
+    await shoot(fixture_app("some_never_ran"), out / "some_never_ran_200x50.svg", size=(200, 50))
+    # Gym 0.7: a spin-up limit that ran out, and the card of a trial the failure sidecar names
+    cases07 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "gym-0.7.0-cases"
+    await shoot(fixture_app(cases07 / "g07_spinup_timeout"), out / "g07_spinup_timeout.svg")
+    await shoot(fixture_app(cases07 / "g07_run_failures_sidecar"), out / "g07_failed_trial_card.svg",
+                ("right_square_bracket", "enter"))
+    await serve_shot("aborted_500", out / "serve_aborted_500.png")
 
 
 if __name__ == "__main__":
