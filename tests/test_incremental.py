@@ -6,12 +6,16 @@ import pytest
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import CASES
+from conftest import CASES, CASES07, FIXTURES, MCQA
 from gymwatch.core.session import RunSession, read_run
 from gymwatch.core.verdict import verdict
 from gymwatch.report import to_json
 
 CASE_NAMES = ["aborted_500", "some_never_ran", "startup_failed", "evaluator_bundle", "live_timeline"]
+# Every recorded run of every Gym version, for the chunked-read property.
+CHUNKED = [CASES / c for c in CASE_NAMES] + sorted(CASES07.glob("g07_*")) + \
+    sorted(p for p in (FIXTURES / "gym-0.4.0-recorded").iterdir() if p.is_dir()) + \
+    [MCQA / c for c in ("run_ok", "run_fail", "startup_failure")]
 
 
 def normalised(state) -> dict:
@@ -26,11 +30,10 @@ def files_of(src):
     return sorted(p.relative_to(src) for p in src.rglob("*") if p.is_file())
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case=st.sampled_from(CASE_NAMES), seed=st.randoms(use_true_random=False),
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(src=st.sampled_from(CHUNKED), seed=st.randoms(use_true_random=False),
        steps=st.integers(min_value=1, max_value=40))
-def test_chunked_equals_whole(tmp_path_factory, case, seed, steps):
-    src = CASES / case
+def test_chunked_equals_whole(tmp_path_factory, src, seed, steps):
     whole = normalised(read_run(str(src), check_processes=False).state)
 
     dst = tmp_path_factory.mktemp("live")
@@ -135,6 +138,32 @@ def test_logs_read_after_gyms_own_output_give_the_same_model(tmp_path, case):
     session.poll()
     session.poll(final=True)
     assert normalised(session.state) == whole
+
+
+LOGGED = [CASES / c for c in ("aborted_500", "live_timeline", "mixed_ok", "some_never_ran", "startup_failed")] + \
+    sorted(CASES07.glob("g07_*"))
+
+
+@pytest.mark.parametrize("src", LOGGED, ids=lambda p: p.name)
+def test_any_one_server_log_read_first_gives_the_same_model(tmp_path, src):
+    """What a server's log says of the whole run (its access lines bound Gym's version) must not
+    depend on which server's log happened to be read first."""
+    whole = normalised(read_run(str(src), check_processes=False).state)
+    logs = sorted(p.name for p in (src / "logs").glob("*.log"))
+    assert len(logs) >= 2
+    for first in logs:
+        dst = tmp_path / first
+        shutil.copytree(src, dst)
+        held = {p: p.read_bytes() for p in dst.rglob("*") if p.is_file() and p.name != first}
+        for p in held:
+            p.write_bytes(b"")
+        session = RunSession.open(str(dst), check_processes=False)
+        session.poll()
+        for p, data in held.items():
+            p.write_bytes(data)
+        session.poll()
+        session.poll(final=True)
+        assert normalised(session.state) == whole, first
 
 
 def test_trials_that_turn_missing_are_reported_as_changed(tmp_path):

@@ -47,9 +47,15 @@ def test_a_head_server_gym_cannot_reach_is_named_while_starting():
 def test_a_servers_bind_error_is_not_the_head_servers():
     st = feed("(policy_model) ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 9): x")
     assert st.parent.head_failed is None
+
+
+def test_an_unprefixed_bind_error_is_the_head_servers_whatever_was_read_before_it():
+    """Recorded (head_port_in_use): the port's holder answered Gym's head check, so Gym went on to
+    wait for its servers on stdout while its head server's bind error went to stderr. The two
+    files are read in either order."""
     st = feed("Waiting for servers to spin up",
               "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 9): x")
-    assert st.parent.head_failed is None
+    assert st.parent.head_failed is not None and st.parent.head_failed.line == 2
 
 
 def test_cold_build_silent_deaths_are_all_named_in_plain_words():

@@ -40,6 +40,8 @@ STEADY_KEYWORDS: dict[str, tuple[str, ...]] = {
     "CHAINED": ("The above exception", "During handling of the above exception"),
     "VENV_LOCK_RE": ("Waiting for virtual environment setup",),
     "GYM_PACKAGE_RE": ("nemo-gym==",),
+    # literal tests in Reducer._starting_signs: features that bound the Gym version
+    "VERSION_SIGNS": ("aiohttp connection pool capacity", "Disabling a uvicorn access logging"),
 }
 ACCESS_KEYWORD = 'HTTP/1.1" '          # the first access-log line is a sign of the Gym version
 RUN_ACCESS_KEYWORD = '"POST /run HTTP/'   # an agent's first /run (RUN_ACCESS_RE)
@@ -59,7 +61,7 @@ STAMP_LOOKBACK = 64         # lines looked at back from a region's end for its l
 def pattern(server: str, access: bool, first_run: bool):
     """The search for the next line that matters in `server`'s log while it is steady: a keyword,
     or a line starting with `(` but not with `(<server>)` (the line-by-line path may give such a
-    line to another server). `access`: the run's first access line is still to be seen;
+    line to another server). `access`: this file's first access line is still to be seen;
     `first_run`: this server's first /run access line is."""
     key = (server, access, first_run)
     pat = _patterns.get(key)

@@ -17,12 +17,12 @@ from . import attempts, health, logscan, records
 from .layout import BOTH, EVAL, VALIDATE
 from .stamps import STAMP_START, line_stamp
 from .model import (
-    EXITED, FAILED, INSTALLING, K_RESOURCES, K_UNKNOWN, PENDING, READY, T_COMPLETED, T_FAILED, T_MISSING,
+    EXITED, FAILED, INSTALLING, K_RESOURCES, K_UNKNOWN, PENDING, READY, STARTING, T_COMPLETED, T_FAILED, T_MISSING,
     T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed,
     RunInfo, RunState, Server, Trial, TrialKey,
 )
 from .markers import is_error_line
-from .servers import ServerTracker, fail, lock_phase, on_line, same_venv, set_state
+from .servers import ServerTracker, fail, hold, lift, lock_phase, on_line, ready_by_gym_first, same_venv, set_state
 from .tail import decode
 from .verdict import collector_ended, parent_gave_up, timed_out_reason
 
@@ -55,6 +55,7 @@ class Reducer:
         self._examples_next = False
         self._endpoint_list = False              # reading the endpoints listed under Gym's give-up line
         self.health_file_totals = False          # quality_summary.json read: it outranks the line
+        self.access_sign_files: set[str] = set() # files whose first access-log line was seen
 
     def take_changes(self) -> Changes:
         out, self.changes = self.changes, Changes()
@@ -64,35 +65,58 @@ class Reducer:
     def settle(self, now: Optional[float] = None) -> None:
         """Apply what Gym's parent says about servers (a death it named, its spin-up timeout, its
         give-up, its shutdown), and mark trials missing once the collector has ended (pending
-        again if it turns out not to have). Every change is reported like any other."""
+        again if it turns out not to have). Every change is reported like any other.
+
+        What settle concludes of a server is held apart from what its lines made of it: each
+        settle first takes the last one's conclusions back, and so does the server's next line
+        (core/servers.py, `hold()` / `lift()`). The files are tailed separately, so Gym's words
+        may be read before the server's own: the conclusions are always drawn from every line
+        read so far, as one whole read would draw them."""
         st, p = self.state, self.state.parent
-        before = {name: (s.state, s.phase, s.kind) for name, s in st.servers.items()}
+        before = {name: (s.state, s.phase, s.kind, s.state_since) for name, s in st.servers.items()}
+        for name, s in st.servers.items():
+            lift(s, self.trackers[name])
         env = st.servers.get(st.info.environment)
         if env is not None and env.kind == K_UNKNOWN:
             env.kind = K_RESOURCES
         if p.died_server and p.died_server in st.servers:
             s = st.servers[p.died_server]
-            fail(s, self.trackers[s.name], now, f"Gym: {p.died.text.strip() if p.died else 'process died'}")
+            self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}")
         if p.timeout is not None:
             for s in st.servers.values():
                 if not s.became_ready and s.state != FAILED:
-                    fail(s, self.trackers[s.name], now, timed_out_reason(st, s), timed_out=True)
+                    self._conclude(s, now, timed_out_reason(st, s), timed_out=True)
         if parent_gave_up(st):
             for s in st.servers.values():
                 if not (s.became_ready or s.state == FAILED) and (
                         s.failure is not None or self.trackers[s.name].ended_at_install):
-                    fail(s, self.trackers[s.name], now, "died during startup")
+                    self._conclude(s, now, "died during startup")
                 elif not (s.became_ready or s.state in (FAILED, EXITED)):
                     # no death of its own: its process may still run, with nothing waiting for it
-                    set_state(s, s.state, now, LEFT_STARTING)
+                    self._conclude(s, now, phase=LEFT_STARTING)
         if p.finished is not None:
             for s in st.servers.values():
                 if s.state == READY:
-                    set_state(s, EXITED, now, "stopped by Gym")
-        moved = {name for name, s in st.servers.items() if before.get(name) != (s.state, s.phase, s.kind)}
+                    self._conclude(s, now, phase="stopped by Gym", state=EXITED)
+        for name, s in st.servers.items():
+            old = before.get(name)
+            if old is not None and old[0] == s.state:
+                s.state_since = old[3]      # the same conclusion drawn again: its time stays
+        moved = {name for name, s in st.servers.items() if before.get(name, ())[:3] != (s.state, s.phase, s.kind)}
         self.changes.servers |= moved
         self.changes.trials |= self._settle_trials(collector_ended(st))
         self.changes.run |= bool(moved)
+
+    def _conclude(self, s: Server, now: Optional[float], why: str = "", timed_out: bool = False,
+                  phase: str = "", state: str = "") -> None:
+        """One of settle's conclusions about a server: failed for `why`, else the new `phase` (and
+        `state`). Held, so that it can be taken back."""
+        tracker = self.trackers[s.name]
+        hold(s, tracker)
+        if why:
+            fail(s, tracker, now, why, timed_out=timed_out)
+        else:
+            set_state(s, state or s.state, now, phase)
 
     def _settle_trials(self, ended: bool) -> set[TrialKey]:
         moved = set()
@@ -171,7 +195,7 @@ class Reducer:
             s, tracker = self.state.servers.get(name), self.trackers.get(name)
             if s is not None and tracker is not None and _steady(s, tracker):
                 if hit is None or hit < pos:
-                    pat = logscan.pattern(name, "server_access_log" not in self.state.gym_signs, s.first_run is None)
+                    pat = logscan.pattern(name, file not in self.access_sign_files, s.first_run is None)
                     m = pat.search(block, pos)
                     hit = logscan.line_start(block, m.start(), pos) if m else end
                 if hit > pos:
@@ -247,7 +271,8 @@ class Reducer:
         if s.ready_evidence is None:
             self._starting_signs(s, body, ev)
         if 'HTTP/1.1" ' in body:
-            if "server_access_log" not in self.state.gym_signs:
+            if ev.file not in self.access_sign_files:   # each file's first: the sign is the same in any order
+                self.access_sign_files.add(ev.file)
                 self._sign("server_access_log", ev)     # Gym 0.6 turned servers' access logs off
             if s.first_run is None and gl.RUN_ACCESS_RE.search(body):
                 s.first_run = ev
@@ -264,9 +289,9 @@ class Reducer:
                 self._sign("venv_lock", ev)
         elif "nemo-gym==" in body and gl.GYM_PACKAGE_RE.match(body):
             self._sign("package", ev)
-        elif "aiohttp connection pool capacity" in body:
+        elif logscan.STEADY_KEYWORDS["VERSION_SIGNS"][0] in body:
             self._sign("pool_capacity", ev)
-        elif "Disabling a uvicorn access logging" in body:
+        elif logscan.STEADY_KEYWORDS["VERSION_SIGNS"][1] in body:
             self._sign("access_log_off", ev)
 
     # --- processes and file activity ------------------------------------------------------
@@ -368,9 +393,10 @@ class Reducer:
             if p.error is None and p.all_ready is None and role != EVAL and is_error_line(text) \
                     and gl.TRACEBACK not in text:
                 p.error = ev      # e.g. its head server could not bind its port: why it gave up
-            if p.head_failed is None and p.spinup is None and p.all_ready is None and role != EVAL \
-                    and gl.BIND_ERROR_RE.search(text):
-                p.head_failed = ev    # unprefixed, before the servers' wait: Gym's own head server
+            if p.head_failed is None and p.all_ready is None and role != EVAL and gl.BIND_ERROR_RE.search(text):
+                # Unprefixed: Gym's own head server (a server's uvicorn lines carry its prefix). Gym
+                # may print its servers' wait all the same, in the other stream: not a sign either way.
+                p.head_failed = ev
                 self.changes.run = True
 
     def _parent_patterns(self, role: str, text: str, ev: Evidence) -> bool:
@@ -513,8 +539,11 @@ class Reducer:
                 st.last_stamp = ts
 
     def _sign(self, name: str, ev: Evidence) -> None:
-        """A feature of the run's output that bounds its Gym version (gymversion.py)."""
-        if name not in self.state.gym_signs:
+        """A feature of the run's output that bounds its Gym version (gymversion.py). The
+        first by file name and line is kept, so the basis reads the same whatever order the
+        files were read in."""
+        old = self.state.gym_signs.get(name)
+        if old is None or (ev.file, ev.line) < (old.file, old.line):
             self.state.gym_signs[name] = ev
 
     def _pending(self, pending: tuple[int, int, list[str]], ev: Evidence) -> None:
@@ -531,7 +560,7 @@ class Reducer:
 
     def _gym_says_ready(self, s: Server) -> None:
         s.reported_ready_by_gym = True
-        if s.state != FAILED and s.state != READY:
+        if s.state in (PENDING, INSTALLING, STARTING):     # not one its own lines ended since
             set_state(s, READY, self.clock(), "ready")
             if s.ready_at is None:
                 s.ready_at = self.clock()
@@ -847,6 +876,9 @@ def _steady(s: Server, tracker: ServerTracker) -> bool:
     """A server whose next lines change only its last line unless they hold a keyword of
     core/logscan.py: running (not installing: install lines are not keyed), outside an error block
     (whose continuation lines end it), not waiting on a venv lock, not right after uv's install
-    summary (whose package list is followed line by line)."""
+    summary (whose package list is followed line by line), not under a conclusion of settle
+    (its next line takes it back), not ready by Gym's word only (its own install lines may
+    follow)."""
     return (s.state not in (PENDING, INSTALLING) and not tracker.in_block and not tracker.lock_wait
-            and (tracker.installed_at is None or tracker.after_install))
+            and (tracker.installed_at is None or tracker.after_install) and tracker.settled is None
+            and not ready_by_gym_first(s))

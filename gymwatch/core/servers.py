@@ -17,7 +17,7 @@ class ServerTracker:
     """Per-server reducer state that views do not need (error-block bookkeeping)."""
 
     __slots__ = ("in_block", "block_start", "block_exception", "last_error_block", "guessed",
-                 "installed_at", "after_install", "lock_wait", "stopping", "before_block", "chained")
+                 "installed_at", "after_install", "lock_wait", "stopping", "before_block", "chained", "settled")
 
     def __init__(self) -> None:
         self.in_block = False
@@ -31,6 +31,7 @@ class ServerTracker:
         self.stopping = False       # it said it is shutting down: tracebacks from here on are noise
         self.before_block: tuple | None = None   # what the current error block changed, to undo it
         self.chained = False        # the last line chains the next traceback to this one
+        self.settled: tuple | None = None   # the server as its lines left it, before settle's conclusions
 
     @property
     def ended_at_install(self) -> bool:
@@ -61,6 +62,7 @@ def _restart(server: Server, tracker: ServerTracker) -> None:
 
 def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now: float | None) -> None:
     """Apply one line the server printed (its `(name) ` prefix already removed)."""
+    lift(server, tracker)
     if server.first_seen is None:
         server.first_seen = now
     server.last_seen = now
@@ -77,7 +79,8 @@ def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
             server.venv = server.venv or venv.group(1)
         if server.kind == K_UNKNOWN:
             server.kind = gl.server_kind(server.name, text)
-        set_state(server, INSTALLING, now, "creating venv")
+        if not ready_by_gym_first(server):
+            set_state(server, INSTALLING, now, "creating venv")
     else:
         _lifecycle(server, text, ev, now)
     if tracker.installed_at is None or tracker.after_install:
@@ -114,6 +117,8 @@ def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> No
     after: a long log is mostly a ready server's request lines."""
     if (server.state in (PENDING, INSTALLING) or server.phase.startswith(INSTALLED)) and _install_line(server, text, now):
         return
+    if ready_by_gym_first(server) and _install_line(server, text, now, move=False):
+        return
     m = gl.UVICORN_RE.search(text)
     if m:
         server.url, server.host, server.port = m.group(1), m.group(2), int(m.group(3))
@@ -140,28 +145,40 @@ def _lifecycle(server: Server, text: str, ev: Evidence, now: float | None) -> No
         set_state(server, STARTING, now, "starting")     # its own output: its process runs
 
 
-def _install_line(server: Server, text: str, now: float | None) -> bool:
+def ready_by_gym_first(server: Server) -> bool:
+    """Gym said the server is ready before its own output did (Gym's output was read first):
+    its own venv and install lines still tell what they tell, but do not move it back."""
+    return server.reported_ready_by_gym and server.ready_evidence is None and server.state == READY
+
+
+def _install_line(server: Server, text: str, now: float | None, move: bool = True) -> bool:
+    """uv's lines while a venv is built. `move`: they set the server's state and phase (else
+    only its package count)."""
     m = gl.RESOLVED_RE.search(text)
     if m:
         server.packages = int(m.group(1))
-        set_state(server, INSTALLING, now, f"installing venv: {server.packages} packages")
+        if move:
+            set_state(server, INSTALLING, now, f"installing venv: {server.packages} packages")
         return True
     m = gl.INSTALLED_RE.search(text)
     if m:
         # uv is done (its package list follows): the server's own start comes next, and a
         # Python server can take half a minute of imports before it prints anything
         server.packages = int(m.group(1))
-        set_state(server, STARTING, now, f"{INSTALLED} {server.packages} packages; starting")
+        if move:
+            set_state(server, STARTING, now, f"{INSTALLED} {server.packages} packages; starting")
         return True
     if server.phase.startswith(INSTALLED) and gl.PACKAGE_LINE_RE.match(text):
         return True     # uv's list of what it installed
     m = gl.CHECKED_RE.search(text)
     if m:
         server.packages = server.packages or int(m.group(1))
-        set_state(server, INSTALLING, now, f"venv up to date: {m.group(1)} packages")
+        if move:
+            set_state(server, INSTALLING, now, f"venv up to date: {m.group(1)} packages")
         return True
     if gl.INSTALL_RE.search(text):
-        set_state(server, INSTALLING, now, server.phase or "installing venv")
+        if move:
+            set_state(server, INSTALLING, now, server.phase or "installing venv")
         return True
     return False
 
@@ -262,3 +279,20 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, ti
         server.failure = server.last_line_at
         server.failure_reason = why
     set_state(server, FAILED, now, "failed")
+
+
+
+def hold(server: Server, tracker: ServerTracker) -> None:
+    """Before settle draws a conclusion about the server: keep it as its lines left it."""
+    if tracker.settled is None:
+        tracker.settled = (server.state, server.state_since, server.phase, server.failure,
+                           server.failure_reason, server.silent_death, tracker.guessed)
+
+
+def lift(server: Server, tracker: ServerTracker) -> None:
+    """Take settle's conclusions back (the next settle draws them again): before the server's
+    next line, which Gym's words, read first, must not change the meaning of."""
+    if tracker.settled is not None:
+        (server.state, server.state_since, server.phase, server.failure, server.failure_reason,
+         server.silent_death, tracker.guessed) = tracker.settled
+        tracker.settled = None

@@ -29,6 +29,7 @@ SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the r
 ROWS_LOOK_EVERY = 0.2       # ... while the collector runs and no rollouts file is known
 KEYS_CHILD_MIN = 32 << 20    # bytes of materialized inputs worth a child process (its start: ~40 ms)
 STALE_SLACK = 2.0           # seconds a sidecar may predate the materialized inputs and still be this run's
+HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must stay unchanged to be malformed
 
 
 class RunSession:
@@ -180,7 +181,7 @@ class RunSession:
             if self._from_this_run(lay.health_verdicts):
                 reset |= self._read(lay.health_verdicts, final, self.reducer.verdict_row)
             self._aggregate()
-            self._health_summary()
+            self._health_summary(final)
         return reset
 
     def _read(self, path: Optional[Path], final: bool, feed, offset_key: str = "", blocks: bool = False,
@@ -284,20 +285,27 @@ class RunSession:
             return   # absent, or still being written
         self.reducer.aggregate_done()
 
-    def _health_summary(self) -> None:
-        """Gym's quality_summary.json: read once it is whole (it is written in one go at the end)."""
+    def _health_summary(self, final: bool) -> None:
+        """Gym's quality_summary.json: read once it is whole (it is written in one go at the end).
+        One that does not parse is malformed only when nothing more will come: on the final read,
+        or once it has not changed for HEALTH_SETTLE seconds (a write caught halfway is not)."""
         path = self.layout.health_summary
         if path is None or self.reducer.health_file_totals or not self._from_this_run(path):
             return
         try:
             with open(path, "rb") as fh:
                 data = fh.read(8 << 20)
+                mtime = os.fstat(fh.fileno()).st_mtime
         except OSError:
             return
         if not data.strip():
             return
-        if data.rstrip().endswith(b"}") or self.state.aggregate_written:
-            self.reducer.health_summary(self.layout.rel(path), data)
+        if not final and time.time() - mtime < HEALTH_SETTLE:
+            try:
+                json.loads(data)
+            except ValueError:
+                return   # still being written
+        self.reducer.health_summary(self.layout.rel(path), data)
 
     # --- processes ------------------------------------------------------------------
     def _processes(self) -> None:
