@@ -96,8 +96,16 @@ def test_a_failure_row_card_takes_the_prompt_and_expected_answer_from_the_inputs
     facts = dict(c.facts)
     assert facts["expected"].endswith("(from the inputs)")
     assert "response body" in facts and "failure type" in facts
+    # Gym's servers nest each other's error bodies, escaping them again each time: read as a chain
+    assert facts["response body"] == "mcqa_simple_agent → policy_model → upstream: stub forced failure (server_error)"
     assert c.conversation and c.conversation[0][0] == "user"
     assert st.inputs_file == "rollouts_materialized_inputs.jsonl" and st.trials[(1, 0)].input_line
+
+
+def test_an_error_body_that_is_not_a_chain_is_left_as_it_is():
+    assert card.error_chain("upstream timed out") is None
+    hops, said = card.error_chain("Hit an exception in SimpleAgent___a calling an inner server: b'not json")
+    assert hops == ["a"] and said == "not json"
 
 
 def test_a_missing_trial_card_shows_what_it_was_asked():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -131,7 +132,10 @@ def _facts(t: Trial, row: Any, response: Any, inputs: Optional[dict] = None) -> 
         out.append(("reward", f"{t.withheld_reward:g} recorded by Gym, not counted (never ran)"))
     own = row if isinstance(row, dict) else {}
     for key, label in ROW_FACTS:
-        if own.get(key) is not None:
+        chain = error_chain(own[key]) if key == BODY_KEY and isinstance(own.get(key), str) else None
+        if chain is not None:      # the servers it came through, then what the last one was told
+            out.append((label, _short(" → ".join([*chain[0], f"upstream: {chain[1]}"]))))
+        elif own.get(key) is not None:
             out.append((label, _short(own[key])))
         elif key == "expected_answer" and inputs is not None and inputs.get(key) is not None:
             out.append((label, _short(inputs[key]) + "  (from the inputs)"))
@@ -147,6 +151,38 @@ def _facts(t: Trial, row: Any, response: Any, inputs: Optional[dict] = None) -> 
     if len(tries) > 1:
         out.append(("attempts", " → ".join(_attempt(a) for a in tries)))
     return out
+
+
+BODY_KEY = "_ng_failure_response_body"
+# Gym's servers wrap an inner server's error body in their own, each escaping it once more:
+# `"Hit an exception in SimpleAgent___mcqa_simple_agent calling an inner server: b'\"Hit an ...`
+_HOP_RE = re.compile(r"Hit an exception in (?:\w+?___)?([\w.\-/]+) calling an inner server")
+
+
+def error_chain(body: str) -> Optional[tuple[list[str], str]]:
+    """A failure's response body read as Gym's servers nested it: the servers it went through,
+    outermost first, and what the innermost one was told (the upstream error's message when it
+    is JSON). None when the body is not such a chain."""
+    hops = _HOP_RE.findall(body)
+    if not hops:
+        return None
+    names = [h for i, h in enumerate(hops) if i == 0 or hops[i - 1] != h]
+    tail = re.sub(r"\\+", "", body[body.rfind("calling an inner server") + len("calling an inner server"):])
+    start, end = tail.find("{"), tail.rfind("}")
+    inner = tail[start:end + 1] if 0 <= start < end else tail.strip(" :b'\"")
+    return names, _upstream_message(inner)
+
+
+def _upstream_message(text: str) -> str:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return text
+    err = obj.get("error", obj) if isinstance(obj, dict) else obj
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        kind = err.get("type") or err.get("code")
+        return err["message"] + (f" ({kind})" if isinstance(kind, str) and kind else "")
+    return text
 
 
 def _attempt(a) -> str:
