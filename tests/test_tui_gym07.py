@@ -108,3 +108,43 @@ def test_snapshot_spinup_limit_nearing(snap_compare, tmp_path, clock):
     live, _ = staged_live(TIMEOUT, tmp_path / "t", [5.0, 14.5, 45.1, 50.0], clock)
     clock.t = EPOCH + 60.0
     assert snap_compare(make_app(live, clock), terminal_size=SIZE, run_before=settled)
+
+
+async def test_the_model_endpoint_wait_is_a_stage_of_its_own_on_screen(tmp_path):
+    """Gym 0.5+: after `All N / N servers ready` it waits for the model endpoints; the board's
+    title says which endpoint, for how long, of what limit, and the summary says it is still
+    starting (all servers ready is not ready to collect)."""
+    from runbuilder import Run
+
+    endpoint = "http://127.0.0.1:18997/v1"
+    run = Run(tmp_path)
+    run.ready_server("env", 15000)
+    run.lines("gym_env_start.stdout.log", "Waiting for servers to spin up", "All 1 / 1 servers ready! Polling every 60s",
+              f"Waiting for 1 model endpoint(s) to answer: {endpoint} (policy_base_url)",
+              "If an inference server is still loading weights this is expected. Waiting up to 600s...",
+              "  still waiting, 30s elapsed")
+    app = fixture_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        title = str(app.board.border_title)
+        assert f"waiting for model endpoint {endpoint} (policy_base_url) (30s of 10m00s)" in title
+        summary = " ".join(summary_plain(app).split())
+        assert "STARTING" in summary and "waiting for the model endpoint" in summary
+        run.lines("gym_env_start.stdout.log", "All model endpoints are answering after 51s.")
+        app.refresh_run()
+        await wait_for(pilot, lambda: "model endpoint" not in str(app.board.border_title))
+        assert "1/1 ready" in str(app.board.border_title)
+        run2 = Run(tmp_path / "gave_up")
+        run2.ready_server("env", 15000)
+        run2.lines("gym_env_start.stdout.log", "Waiting for servers to spin up",
+                   "All 1 / 1 servers ready! Polling every 60s",
+                   f"Waiting for 1 model endpoint(s) to answer: {endpoint} (policy_base_url)",
+                   "NeMo Gym finished!", "Error: 1 model endpoint(s) never answered within 20s:",
+                   f"  - {endpoint} (from `policy_base_url`)")
+    app = fixture_app(tmp_path / "gave_up")
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        assert "model endpoint never answered" in str(app.board.border_title)
+        summary = " ".join(summary_plain(app).split())
+        assert "STARTUP FAILED" in summary and "see gym_env_start.stdout.log:5" in summary
+        assert f"model endpoint {endpoint} (policy_base_url) never answered within 20s" in summary
