@@ -33,3 +33,12 @@ def clock():
     """A settable clock at tuihelpers.EPOCH (no wall time in what the screen shows)."""
     from tuihelpers import FakeClock     # here, not at the top: it imports the whole screen
     return FakeClock()
+
+
+@pytest.fixture
+def shape_check_every_poll(monkeypatch):
+    """The core re-discovers a growing run's files at most once a second of real time; the
+    live-screen tests replay faster than that, so let every poll look."""
+    from gymwatch.core import session as core_session
+
+    monkeypatch.setattr(core_session, "SHAPE_CHECK_EVERY", 0.0, raising=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -121,3 +122,22 @@ def run_dirs():
     for d in dirs:
         if (d / "gymwatch-manifest.json").exists():
             stop_run(d, grace=10, say=lambda s: None)
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory):
+    """An OpenAI-compatible stub policy on a free loopback port (the one the runs were recorded with)."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("stub")
+    p = subprocess.Popen([sys.executable, str(MCQA / "stub_openai.py"), str(port)],
+                         env={**os.environ, "STUB_LOG": str(log / "stub_requests.log")},
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_for(lambda: listening(port), 20, "the stub policy")
+    yield port
+    p.kill()
+    p.wait()
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -127,9 +127,14 @@ def test_logs_read_after_gyms_own_output_give_the_same_model(tmp_path, case):
     whole = normalised(read_run(str(src), check_processes=False).state)
     dst = tmp_path / case
     shutil.copytree(src, dst)
-    logs = [p for p in dst.rglob("*.log") if p.parent.name == "logs"]
-    held = {p: p.read_bytes() for p in logs}
-    for p in logs:
+    assert read_held_back(dst, lambda p: p.parent.name == "logs" and p.suffix == ".log") == whole
+
+
+def read_held_back(dst, held_back) -> dict:
+    """The model of the run in `dst` read in two polls: first without the files `held_back(path)`
+    picks (emptied), then with them whole again."""
+    held = {p: p.read_bytes() for p in dst.rglob("*") if p.is_file() and held_back(p)}
+    for p in held:
         p.write_bytes(b"")
     session = RunSession.open(str(dst), check_processes=False)
     session.poll()
@@ -137,7 +142,7 @@ def test_logs_read_after_gyms_own_output_give_the_same_model(tmp_path, case):
         p.write_bytes(data)
     session.poll()
     session.poll(final=True)
-    assert normalised(session.state) == whole
+    return normalised(session.state)
 
 
 LOGGED = [CASES / c for c in ("aborted_500", "live_timeline", "mixed_ok", "some_never_ran", "startup_failed")] + \
@@ -154,16 +159,7 @@ def test_any_one_server_log_read_first_gives_the_same_model(tmp_path, src):
     for first in logs:
         dst = tmp_path / first
         shutil.copytree(src, dst)
-        held = {p: p.read_bytes() for p in dst.rglob("*") if p.is_file() and p.name != first}
-        for p in held:
-            p.write_bytes(b"")
-        session = RunSession.open(str(dst), check_processes=False)
-        session.poll()
-        for p, data in held.items():
-            p.write_bytes(data)
-        session.poll()
-        session.poll(final=True)
-        assert normalised(session.state) == whole, first
+        assert read_held_back(dst, lambda p: p.name != first) == whole, first
 
 
 def test_trials_that_turn_missing_are_reported_as_changed(tmp_path):

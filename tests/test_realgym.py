@@ -11,13 +11,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest_realgym import MCQA, PY313, free_port, gymwatch, in_sessions, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, wait_for  # noqa: F401
+from conftest_realgym import MCQA, PY313, free_port, gymwatch, in_sessions, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, stub, wait_for  # noqa: F401
 
 pytestmark = [pytest.mark.realgym, pytest.mark.timeout(900)]
 
@@ -37,24 +36,6 @@ def gym_env(realgym_lock) -> dict:
                RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_TMPDIR=ray_tmpdir())
     (VENV / "work").mkdir(exist_ok=True)
     return env
-
-
-@pytest.fixture(scope="module")
-def stub(tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("stub")
-    p = subprocess.Popen([sys.executable, str(MCQA / "stub_openai.py"), str(port)],
-                         env={**os.environ, "STUB_LOG": str(log / "stub_requests.log")},
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_for(lambda: _listening(port), 20, "the stub policy")
-    yield port
-    p.kill()
-    p.wait()
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _site_packages() -> Path:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest_realgym import MCQA, file_has, free_port, gymwatch, in_sessions, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, wait_for  # noqa: F401
+from conftest_realgym import MCQA, file_has, free_port, gymwatch, in_sessions, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, stub, wait_for  # noqa: F401
 
 pytestmark = [pytest.mark.realgym, pytest.mark.timeout(900)]
 
@@ -35,24 +34,6 @@ def gym_env(realgym_lock) -> dict:
                UV_PYTHON_DOWNLOADS="never", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_TMPDIR=ray_tmpdir())
     (VENV / "work").mkdir(exist_ok=True)
     return env
-
-
-@pytest.fixture(scope="module")
-def stub(tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("stub07")
-    p = subprocess.Popen([sys.executable, str(MCQA / "stub_openai.py"), str(port)],
-                         env={**os.environ, "STUB_LOG": str(log / "stub_requests.log")},
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_for(lambda: _listening(port), 20, "the stub policy")
-    yield port
-    p.kill()
-    p.wait()
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _command(policy_port: int, head_port: int, *env_extra: str) -> list[str]:

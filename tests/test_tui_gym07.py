@@ -10,24 +10,14 @@ import pytest
 from conftest import CASES07
 from test_tui_app import summary_plain
 
-from gymwatch.core import session as core_session
-from tuihelpers import EPOCH, FakeClock, fixture_app, make_app, staged_live, view_settled, wait_for
+from tuihelpers import EPOCH, FakeClock, fixture_app, make_app, settled, staged_live, wait_for
 
 SIZE = (120, 40)
 COLD = CASES07 / "g07_cold_start_shared_venv"
 TIMEOUT = CASES07 / "g07_spinup_timeout"
 
 
-@pytest.fixture(autouse=True)
-def shape_check_every_poll(monkeypatch):
-    monkeypatch.setattr(core_session, "SHAPE_CHECK_EVERY", 0.0, raising=False)
-
-
-async def settled(pilot) -> None:
-    app = pilot.app
-    view = app.pane.view
-    assert await wait_for(pilot, lambda: app.started and view_settled(app)
-                          and (not view.follow or view.scroll_y >= view.max_scroll_y))
+pytestmark = pytest.mark.usefixtures("shape_check_every_poll")
 
 
 def board(app) -> dict[str, str]:

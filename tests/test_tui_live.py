@@ -7,17 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gymwatch.core import session as core_session
 from tuihelpers import EPOCH, make_app, staged_live, toasts, view_settled, wait_for
 
 SIZE = (120, 40)
 
 
-@pytest.fixture(autouse=True)
-def shape_check_every_poll(monkeypatch):
-    """The core re-discovers a growing run's files at most once a second of real time;
-    these tests replay faster than that, so let every poll look."""
-    monkeypatch.setattr(core_session, "SHAPE_CHECK_EVERY", 0.0, raising=False)
+pytestmark = pytest.mark.usefixtures("shape_check_every_poll")
 
 
 def ready_counts(app) -> tuple[int, int]:

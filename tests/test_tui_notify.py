@@ -11,16 +11,13 @@ import pytest
 from conftest import CASES, CASES07
 
 from gymwatch.cli import _load_extras, build_parser
-from gymwatch.core import session as core_session
 from gymwatch.tui.notify import StageNotifier, osc_text, sequences
 from tuihelpers import EPOCH, FakeClock, fixture_app, make_app, staged_live, toasts, wait_for
 
 SIZE = (120, 40)
 
 
-@pytest.fixture(autouse=True)
-def shape_check_every_poll(monkeypatch):
-    monkeypatch.setattr(core_session, "SHAPE_CHECK_EVERY", 0.0, raising=False)
+pytestmark = pytest.mark.usefixtures("shape_check_every_poll")
 
 
 async def replay_all(case: Path, tmp_path: Path, enabled: bool = True) -> tuple[list, list[str], list[str]]:

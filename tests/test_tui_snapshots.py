@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gymwatch.core import session as core_session
-from tuihelpers import fixture_app, make_app, staged_live, view_settled, wait_for
+from tuihelpers import fixture_app, make_app, settled, staged_live
 
 SIZE = (120, 40)
 COLD_START = [3.3, 9.4, 10.4, 12.4, 20.0, 24.2, 24.5, 25.5, 26.2]
@@ -18,16 +17,7 @@ COLLECTING = COLD_START + [30.2, 33.0, 36.0, 37.0, 38.0, 39.0, 40.0]
 STUCK_FOR = 300.0     # seconds mcqa keeps installing after its siblings became ready
 
 
-@pytest.fixture(autouse=True)
-def shape_check_every_poll(monkeypatch):
-    monkeypatch.setattr(core_session, "SHAPE_CHECK_EVERY", 0.0, raising=False)
-
-
-async def settled(pilot) -> None:
-    app = pilot.app
-    view = app.pane.view
-    assert await wait_for(pilot, lambda: app.started and view_settled(app)
-                          and (not view.follow or view.scroll_y >= view.max_scroll_y))
+pytestmark = pytest.mark.usefixtures("shape_check_every_poll")
 
 
 def test_cold_start_one_server_stuck_installing(snap_compare, tmp_path: Path, clock):

@@ -80,3 +80,11 @@ def toasts(app) -> list[str]:
 def view_settled(app: GymwatchApp) -> bool:
     """The log view finished indexing its file (and any pending jump)."""
     return app.pane.view.settled
+
+
+async def settled(pilot) -> None:
+    """The screen has shown its first poll, the log pane its file, and a following log its end."""
+    app = pilot.app
+    view = app.pane.view
+    assert await wait_for(pilot, lambda: app.started and view_settled(app)
+                          and (not view.follow or view.scroll_y >= view.max_scroll_y))
