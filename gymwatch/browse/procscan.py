@@ -57,30 +57,13 @@ class ProcessSweep:
         for g in self.gym_processes():
             if not any(g.names(n) for n in key):
                 continue
-            if g.role in ("env", "both"):
-                live.parent, live.parent_pid = True, g.pid
-            if g.role in ("eval", "both"):
-                live.collector, live.collector_pid = True, g.pid
+            live.saw(g.role, g.pid)
         return live
 
 
 def _sweep() -> list[_GymProc]:
     out = []
-    me = os.getpid()
-    try:
-        it = list(psutil.process_iter(["pid", "cmdline"]))
-    except (psutil.Error, OSError):
-        return out
-    for proc in it:
-        try:
-            cmd = proc.info.get("cmdline") or []
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if proc.info["pid"] == me or not cmd:
-            continue
-        role = procs._is_gym_command(cmd)
-        if role is None:
-            continue
+    for proc, cmd, role in procs.gym_processes():
         g = _GymProc(proc.info["pid"], role, " ".join(cmd))
         try:
             cwd = proc.cwd()

@@ -7,7 +7,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import psutil
 
@@ -24,6 +24,13 @@ class Liveness:
     collector_pid: Optional[int] = None
     parent_exit: Optional[int] = None      # from the launcher's status file (negative: signal)
     collector_exit: Optional[int] = None
+
+    def saw(self, role: str, pid: int, alive: Optional[bool] = True, exit_code: Optional[int] = None) -> None:
+        """A gym process of this run: `gym env start` (env), `gym eval run` (eval), or both."""
+        if role in ("env", "both"):
+            self.parent, self.parent_pid, self.parent_exit = alive, pid, exit_code
+        if role in ("eval", "both"):
+            self.collector, self.collector_pid, self.collector_exit = alive, pid, exit_code
 
 
 def usable_cpus() -> int:
@@ -67,11 +74,7 @@ def from_manifest(manifest: dict) -> Liveness:
             continue
         code = exit_code(proc.get("status_file"))
         alive = code is None and pid_alive(proc["pid"], proc.get("create_time"))
-        role = proc.get("role")
-        if role in ("env", "both"):
-            live.parent, live.parent_pid, live.parent_exit = alive, proc["pid"], code
-        if role in ("eval", "both"):
-            live.collector, live.collector_pid, live.collector_exit = alive, proc["pid"], code
+        live.saw(str(proc.get("role")), proc["pid"], alive, code)
     return live
 
 
@@ -95,8 +98,21 @@ def scan(needles: list[str]) -> Liveness:
     found is None, not False: it may run on another machine that writes to a shared filesystem."""
     live = Liveness()
     needles = [n for n in needles if n]
+    for proc, cmd, role in gym_processes():
+        if _mentions(proc, cmd, needles):
+            live.saw(role, proc.info["pid"])
+    return live
+
+
+def gym_processes() -> Iterator[tuple[psutil.Process, list[str], str]]:
+    """Every live process but this one that runs a Gym command: (process, its command line, its
+    role: env / eval / both)."""
     me = os.getpid()
-    for proc in psutil.process_iter(["pid", "cmdline"]):
+    try:
+        found = list(psutil.process_iter(["pid", "cmdline"]))
+    except (psutil.Error, OSError):
+        return
+    for proc in found:
         try:
             cmd = proc.info.get("cmdline") or []
         except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -104,15 +120,8 @@ def scan(needles: list[str]) -> Liveness:
         if proc.info["pid"] == me or not cmd:
             continue
         role = _is_gym_command(cmd)
-        if role is None:
-            continue
-        if not _mentions(proc, cmd, needles):
-            continue
-        if role in ("env", "both"):
-            live.parent, live.parent_pid = True, proc.info["pid"]
-        if role in ("eval", "both"):
-            live.collector, live.collector_pid = True, proc.info["pid"]
-    return live
+        if role is not None:
+            yield proc, cmd, role
 
 
 def _mentions(proc: psutil.Process, cmd: list[str], needles: list[str]) -> bool:
