@@ -68,3 +68,25 @@ async def test_startup_failure_appears_live(tmp_path: Path, clock):
         assert any("startup failed" in m for m in toasts(app))
         await pilot.press("right_square_bracket")
         assert app.pane.rel == "logs/policy_model.log" and app.pane.line == 9
+
+
+def test_elapsed_starts_at_the_first_stamp_of_a_late_attach_not_of_a_replay(tmp_path):
+    """Attached late to a running run, the first timestamped line says when it started; a replay's
+    lines carry the recording's times (yesterday's), so its clock starts when the screen opened."""
+    import datetime as dt
+
+    from gymwatch.replay import MARKER
+    from gymwatch.tui.live import LiveRun
+
+    opened = dt.datetime(2026, 12, 2, 12, 0, 0).timestamp()
+    stamp = dt.datetime.fromtimestamp(opened - 5 * 3600).strftime("%Y-%m-%d %H:%M:%S,000")
+    for name, replay in (("attached", False), ("replayed", True)):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "gym_env_start.stdout.log").write_text(
+            f"{stamp}\tINFO worker.py:2029 -- Started a local Ray instance.\nWaiting for head server to spin up\n")
+        if replay:
+            (run / MARKER).write_text("{}\n")
+        live = LiveRun(str(run), clock=lambda: opened, check_processes=False)
+        live.poll()
+        assert live.started_at() == (opened if replay else opened - 5 * 3600), name

@@ -155,8 +155,8 @@ class LiveRun:
                 return state.info.started_at
             seen = [s.first_seen for s in state.servers.values() if s.first_seen is not None]
             stamp = state.first_stamp        # the run's first timestamped line: for a late attach
-            if not seen and stamp is not None and 0 <= self.clock() - stamp <= STAMP_TRUSTED_FOR:
-                seen.append(stamp)           # (only then: a replay's lines carry the recording's times)
+            if not (seen or self.replay) and stamp is not None and 0 <= self.clock() - stamp <= STAMP_TRUSTED_FOR:
+                seen.append(stamp)           # (not in a replay: its lines carry the recording's times)
             if seen:
                 return min(seen + [self.opened_at])
         return self.opened_at
