@@ -357,8 +357,16 @@ def rollout_tuple(raw: bytes, plain: bool = False) -> Optional[tuple]:
         row = _TYPED_ROLLOUT(raw)
     except (_DecodeError, RecursionError):
         return None
+    if not plain and _reference_rejects(raw):
+        return None
+    return typed_tuple(row)
+
+
+def typed_tuple(row: _RolloutRow) -> Optional[tuple]:
+    """The facts of a row msgspec decoded (`rollout_tuple`, `rollout_block`), or None when the row
+    needs the general code."""
     task, rollout, row_attempt, row_reward = row.task, row.rollout, row.attempt, row.reward
-    if task < 0 or rollout < 0 or row.failure_class or not plain and _reference_rejects(raw):
+    if task < 0 or rollout < 0 or row.failure_class:
         return None   # a failure class: its message may be in any `_ng_failure_*` key
     attempt: Optional[int] = None
     if row_attempt is not UNSET:
@@ -394,6 +402,38 @@ def rollout_tuple(raw: bytes, plain: bool = False) -> Optional[tuple]:
     ref = row.agent_ref
     agent = "" if ref is UNSET or ref.name is UNSET else ref.name
     return task, rollout, attempt, reward, inp, out, nr, agent
+
+
+_TYPED_ROLLOUT_LINES = msgspec.json.Decoder(_RolloutRow).decode_lines
+
+
+def rollout_block(block: bytes) -> Optional[list[_RolloutRow]]:
+    """The lines of a block (each ending with \n, none holding a \r) decoded at once, one row a
+    line, for `typed_tuple`; None when the block must be read line by line (some line is not a
+    row of the usual shape, or the block is not plain: `rows_plain`).
+
+    msgspec's `decode_lines` reads a stream of values, not lines: a value may span lines and a
+    line may hold two. Each line starting with `{` and ending with `}` rules out the first (after
+    a `}` inside a value comes `,` `}` or `]`, never a line starting with `{`; a string holds no
+    raw newline), so each line holds at least one value, and as many values as lines mean one
+    each. The check is a `find` a line (~0.06 ms a MB); `bytes.count(b"}\n")` is a scalar
+    two-byte search (~0.8 ms a MB, measured), more than the split it saves."""
+    if not block.isascii() or block[:1] != b"{" or long_integer(block):
+        return None
+    find, pos, end, lines = block.find, 0, len(block), 0
+    while pos < end:
+        nl = find(b"\n", pos)
+        if nl < 1 or block[nl - 1] != 0x7D:
+            return None
+        pos = nl + 1
+        lines += 1
+        if pos < end and block[pos] != 0x7B:
+            return None
+    try:
+        rows = _TYPED_ROLLOUT_LINES(block)
+    except (_DecodeError, RecursionError):
+        return None
+    return rows if len(rows) == lines else None
 
 
 def materialized_key(raw: bytes, plain: bool = False) -> Optional[tuple[int, int]]:

@@ -710,6 +710,48 @@ class Reducer:
             state.collector.started = True       # a row proves the collector ran
             self.changes.run = True
 
+    def rollout_block(self, file: str, first: int, block: bytes) -> None:
+        """Lines `first`.. of a rollouts file as one block of whole lines (Tailer.read(blocks=True)):
+        decoded at once when every line is a row of the usual shape (records.rollout_block: no
+        bytes object a line), each then applied as `rollout_rows` applies it; else as a run of
+        rows."""
+        rows = records.rollout_block(block)
+        if rows is None:
+            self.rollout_rows(file, first, block.split(b"\n")[:-1])
+            return
+        facts = records.typed_tuple
+        state = self.state
+        trials, agents, changed = state.trials, state.agent_names, self.changes.trials
+        lines: Optional[list[bytes]] = None
+        applied = False
+        for lineno, row in enumerate(rows, first):
+            f = facts(row)
+            t = None if f is None else trials.get((f[0], f[1]))
+            if f is None or t is not None and (t.source >= SRC_FAILURE_ROW or t.line is not None):
+                if lines is None:
+                    lines = block.split(b"\n")
+                self.rollout_row(file, lineno, lines[lineno - first])
+                continue
+            task, rollout, attempt, reward, inp, out, nr, agent = f
+            if t is None:
+                t = trials[(task, rollout)] = Trial(task, rollout)
+            if agent:
+                if agent not in agents:
+                    agents.add(agent)
+                t.agent = agent
+            t.attempt_index, t.source, t.evidence, t.input_tokens, t.output_tokens = attempt, SRC_ROW, \
+                Evidence(file, lineno), inp, out
+            t.failure_class, t.message, t.http_status, t.row_own = "", "", None, None
+            if nr:
+                t.status, t.reward, t.withheld_reward = T_NEVER_RAN, None, reward
+            else:
+                t.status, t.reward, t.withheld_reward = T_COMPLETED, reward, None
+            changed.add((task, rollout))
+            applied = True
+        if applied:
+            state.collector.started = True       # a row proves the collector ran
+            self.changes.run = True
+
     def materialized_rows(self, file: str, first: int, rows: list[bytes]) -> None:
         """Rows `first`.. of the materialized inputs (a run of lines): each is an expected trial."""
         plain = records.rows_plain(rows)

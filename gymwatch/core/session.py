@@ -174,7 +174,7 @@ class RunSession:
             keys = self._keys_child(lay.materialized, final)   # big inputs: on the other core
             if keys is None:
                 reset |= self._read(lay.materialized, final, self.reducer.materialized_rows, rows=True)
-            reset |= self._read(lay.rollouts, final, self.reducer.rollout_rows, rows=True)
+            reset |= self._read(lay.rollouts, final, self.reducer.rollout_block, blocks=True)
             if keys is not None and lay.materialized is not None:
                 reset |= self._keys_from(keys, lay.materialized, final)
             reset |= self._read(lay.failures, final, self.reducer.failure_row)

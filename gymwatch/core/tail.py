@@ -12,6 +12,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 
+from .eolcount import count_lf
+
 CHUNK = 1 << 20
 _EOL = re.compile(rb"\r\n|\r|\n")
 # A single line longer than this is cut: the rest is skipped, the line still counts once.
@@ -152,7 +154,9 @@ class Tailer:
         if cut:
             block = partial + data[:cut] if partial else data[:cut]
             batch.blocks.append((self.lineno + 1, block))
-            self.lineno += block.count(b"\n")
+            # memchr, not bytes.count's scalar loop, unless the lines are short: 8% of a big
+            # report's read (~0.08 s for 266 MB of rollouts) before
+            self.lineno += count_lf(block, len(block))
             self._partial = b""
             self._hold(data[cut:])
         else:
