@@ -192,3 +192,16 @@ def test_a_block_is_decoded_at_once_only_when_each_line_is_one_row():
                 red.rollout_row("r.jsonl", i, raw)
 
         assert _state(lambda red, block=block: red.rollout_block("r.jsonl", 1, block)) == _state(one_by_one)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**70), st.integers(0, 2**40)), max_size=30),
+       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=30))
+def test_trials_are_listed_in_key_order(big, small):
+    from gymwatch.core.model import Trial
+
+    for keys in (big, small, big + small):
+        state = RunState(root="/run")
+        for k in keys:
+            state.trials[k] = Trial(*k)
+        assert [t.key for t in report.sorted_trials(state)] == sorted(state.trials)
