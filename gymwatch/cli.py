@@ -23,21 +23,23 @@ class UserError(Exception):
 def _report(args: argparse.Namespace) -> int:
     from .core.session import read_run
     from .core.verdict import verdict
-    from .report import iter_json, malformed_summary, render
+    from .report import malformed_summary, render, write_json
 
     session = read_run(args.path, args.logs, check_processes=not args.no_process_check)
     # The model lives until the process ends: keep the cyclic collector off its ~5 objects a
     # trial. Collections while the report is written walked them all (~0.07 s for 100k trials),
     # and so did the collection at exit (~0.3 s: the session and its reducer refer to each other).
     gc.freeze()
-    if args.format in ("json", "junit"):
+    if args.format == "json":
         v = verdict(session.state)
         code = v.exit_code
-        if args.format == "junit":
-            from .junit import iter_junit as pieces
-        else:
-            pieces = iter_json
-        for piece in pieces(session.state, v):
+        write_json(session.state, v, sys.stdout)
+    elif args.format == "junit":
+        from .junit import iter_junit
+
+        v = verdict(session.state)
+        code = v.exit_code
+        for piece in iter_junit(session.state, v):
             sys.stdout.write(piece)
     else:
         text, code = render(session.state, args.format)
