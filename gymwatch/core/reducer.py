@@ -726,27 +726,37 @@ class Reducer:
         applied = False
         for lineno, row in enumerate(rows, first):
             f = facts(row)
-            t = None if f is None else trials.get((f[0], f[1]))
-            if f is None or t is not None and (t.source >= SRC_FAILURE_ROW or t.line is not None):
+            if f is None:
                 if lines is None:
                     lines = block.split(b"\n")
                 self.rollout_row(file, lineno, lines[lineno - first])
                 continue
             task, rollout, attempt, reward, inp, out, nr, agent = f
-            if t is None:
-                t = trials[(task, rollout)] = Trial(task, rollout)
-            if agent:
-                if agent not in agents:
-                    agents.add(agent)
-                t.agent = agent
-            t.attempt_index, t.source, t.evidence, t.input_tokens, t.output_tokens = attempt, SRC_ROW, \
-                Evidence(file, lineno), inp, out
-            t.failure_class, t.message, t.http_status, t.row_own = "", "", None, None
-            if nr:
-                t.status, t.reward, t.withheld_reward = T_NEVER_RAN, None, reward
+            key = (task, rollout)
+            t = trials.get(key)
+            if agent and agent not in agents:
+                agents.add(agent)
+            if t is None:       # a new trial, made whole in one call
+                trials[key] = Trial(task, rollout, attempt, T_NEVER_RAN, None, reward, inp, out, "", "", None, agent,
+                                    Evidence(file, lineno), SRC_ROW) if nr else \
+                    Trial(task, rollout, attempt, T_COMPLETED, reward, None, inp, out, "", "", None, agent,
+                          Evidence(file, lineno), SRC_ROW)
+            elif t.source >= SRC_FAILURE_ROW or t.line is not None:
+                if lines is None:
+                    lines = block.split(b"\n")
+                self.rollout_row(file, lineno, lines[lineno - first])
+                continue
             else:
-                t.status, t.reward, t.withheld_reward = T_COMPLETED, reward, None
-            changed.add((task, rollout))
+                if agent:
+                    t.agent = agent
+                t.attempt_index, t.source, t.evidence, t.input_tokens, t.output_tokens = attempt, SRC_ROW, \
+                    Evidence(file, lineno), inp, out
+                t.failure_class, t.message, t.http_status, t.row_own = "", "", None, None
+                if nr:
+                    t.status, t.reward, t.withheld_reward = T_NEVER_RAN, None, reward
+                else:
+                    t.status, t.reward, t.withheld_reward = T_COMPLETED, reward, None
+            changed.add(key)
             applied = True
         if applied:
             state.collector.started = True       # a row proves the collector ran
