@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import re
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from . import gymlines as gl
 from . import attempts, health, logscan, records
@@ -766,36 +766,50 @@ class Reducer:
         """Rows `first`.. of the materialized inputs (a run of lines): each is an expected trial."""
         plain = records.rows_plain(rows)
         fast = records.materialized_key
-        keys: list[tuple[int, int, int, Optional[bytes]]] = []
-        for lineno, raw in enumerate(rows, first):
+        tasks: list[int] = []
+        rollouts: list[int] = []
+        odd: list[bytes] = []
+        for raw in rows:
             key = fast(raw, plain) if plain else None
-            keys.append((lineno, -1, -1, raw) if key is None else (lineno, key[0], key[1], None))
-        self.materialized_keys(file, keys)
-
-    def materialized_keys(self, file: str, keys: list[tuple[int, int, int, Optional[bytes]]]) -> None:
-        """Materialized-input rows as (line, task, rollout, None) for a row of the usual shape, or
-        (line, -1, -1, its raw bytes) for any other (read the general way): from
-        `materialized_rows`, or from the child process that read them (core/inputkeys.py)."""
-        state = self.state
-        trials, changed = state.trials, self.changes.trials
-        n = 0
-        for lineno, task, rollout, raw in keys:
-            if raw is not None:
-                self.materialized_row(file, lineno, raw)
-                continue
-            n += 1
-            key = (task, rollout)
-            t = trials.get(key)
-            if t is None:
-                trials[key] = Trial(task, rollout, expected=True, input_line=lineno)
-                changed.add(key)
+            if key is None:
+                tasks.append(-1)
+                rollouts.append(-1)
+                odd.append(raw)
             else:
-                t.expected, t.input_line = True, lineno
+                tasks.append(key[0])
+                rollouts.append(key[1])
+        self.materialized_keys(file, first, (tasks, rollouts, odd))
+
+    def materialized_keys(self, file: str, first: int, keys: tuple[list[int], list[int], list[bytes]]) -> None:
+        """Materialized-input rows `first`.. as (task of each row, rollout of each row, the odd
+        rows): a row of the usual shape by its key, any other (task -1) by its raw bytes, in the
+        order they come (read the general way): from `materialized_rows`, or from the child
+        process that read them (core/inputkeys.py)."""
+        tasks, rollouts, odd = keys
+        state = self.state
+        at, raws = 0, iter(odd)
+        for i in _odd_rows(tasks, len(odd)):
+            self._expect(first + at, zip(tasks[at:i], rollouts[at:i]))
+            self.materialized_row(file, first + i, next(raws))
+            at = i + 1
+        self._expect(first + at, zip(tasks[at:], rollouts[at:]) if at else zip(tasks, rollouts))
+        n = len(tasks) - len(odd)
         if n:
             state.inputs_file = file
             state.collector.started = True
             state.expected_total = (state.expected_total or 0) + n
             self.changes.run = True
+
+    def _expect(self, first: int, keys) -> None:
+        """Expected trials by key, lines `first`..: made or marked (input_line: their line)."""
+        trials, changed = self.state.trials, self.changes.trials
+        for lineno, key in enumerate(keys, first):
+            t = trials.get(key)
+            if t is None:
+                trials[key] = Trial(key[0], key[1], expected=True, input_line=lineno)
+                changed.add(key)
+            else:
+                t.expected, t.input_line = True, lineno
 
     def rollout_row(self, file: str, lineno: int, raw: bytes, plain: bool = False) -> None:
         """One row; `plain`: its block passed records.block_plain."""
@@ -915,6 +929,14 @@ class Reducer:
             if m.file == file and m.line == 0 and m.reason == reason:
                 return
         self._malformed(file, 0, reason)
+
+
+def _odd_rows(tasks: list[int], n: int) -> Iterator[int]:
+    """The positions of the `n` odd rows (task -1) of a materialized-inputs run, in order."""
+    i = -1
+    for _ in range(n):
+        i = tasks.index(-1, i + 1)
+        yield i
 
 
 def _last(pattern, text: str):

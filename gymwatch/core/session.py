@@ -226,7 +226,7 @@ class RunSession:
         if _size(path) < KEYS_CHILD_MIN:
             return None
         try:
-            return inputkeys.KeysChild(str(path), 0, 0, final)
+            return inputkeys.KeysChild(str(path), 0, final)
         except OSError:
             return None
 
@@ -243,7 +243,7 @@ class RunSession:
             self._rels[path] = self.layout.rel(path)
         rel = self._rels[path]
         t.adopt(end, lines)
-        self.reducer.materialized_keys(rel, keys)
+        self.reducer.materialized_keys(rel, 1, keys)
         if lines:
             files = self.reducer.changes.files
             files[rel] = files.get(rel, 0) + lines
