@@ -163,7 +163,7 @@ def _emit(rows: list[bytes], tasks: array, rollouts: array, odd: list[bytes]) ->
 
 def main(argv: list[str]) -> int:
     fd, start, final = int(argv[0]), int(argv[1]), argv[2] == "final"
-    tasks, rollouts, odd = array("q"), array("q"), []
+    tasks, rollouts, odd = array("q"), array("q"), list[bytes]()
     end, code = _scan(fd, start, final, tasks, rollouts, odd)   # all of it at the end: the report reads
     if code >= 0:                                               # the pipe only once its own reading is
         return code                                             # done, and a full pipe would stall this
