@@ -25,11 +25,15 @@ def _report(args: argparse.Namespace) -> int:
     from .core.verdict import verdict
     from .report import malformed_summary, render, write_json
 
-    session = read_run(args.path, args.logs, check_processes=not args.no_process_check)
     # The model lives until the process ends: keep the cyclic collector off its ~5 objects a
     # trial. Collections while the report is written walked them all (~0.07 s for 100k trials),
     # and so did the collection at exit (~0.3 s: the session and its reducer refer to each other).
+    # Off until frozen: read_run turns it back on as it found it, and the first allocation after
+    # would walk the whole young generation, every object read (~0.1 s).
+    gc.disable()
+    session = read_run(args.path, args.logs, check_processes=not args.no_process_check)
     gc.freeze()
+    gc.enable()
     if args.format == "json":
         v = verdict(session.state)
         code = v.exit_code
