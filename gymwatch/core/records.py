@@ -425,6 +425,26 @@ def rollout_block(block: bytes) -> Optional[list[_RolloutRow]]:
     return rows if len(rows) == lines else None
 
 
+def row_items(rows: list[bytes]) -> list:
+    """Each row's facts (`rollout_tuple`) or, when only the general code can read it, the row."""
+    if not rows_plain(rows):
+        return list(rows)
+    return [rollout_tuple(raw, True) or raw for raw in rows]
+
+
+def block_items(block: bytes) -> list:
+    """`row_items` of the lines of a block of whole lines, decoded at once when it can be
+    (`rollout_block`: no bytes object a line)."""
+    rows = rollout_block(block)
+    if rows is None:
+        return row_items(block.split(b"\n")[:-1])
+    items: list = [typed_tuple(row) for row in rows]
+    if None in items:
+        lines = block.split(b"\n")
+        items = [f if f is not None else lines[i] for i, f in enumerate(items)]
+    return items
+
+
 def materialized_key(raw: bytes, plain: bool = False) -> Optional[tuple[int, int]]:
     """The (task, rollout) of a materialized row of the usual shape (all the reducer needs of
     it), else None: the row then takes `materialized_facts`."""

@@ -675,61 +675,26 @@ class Reducer:
 
     # --- rollouts files -----------------------------------------------------------
     def rollout_rows(self, file: str, first: int, rows: list[bytes]) -> None:
-        """Rows `first`.. of a rollouts file (a run of lines: Tailer.read(rows=True)).
-        A row of the usual shape for a trial with no failure yet is applied here directly (what
-        `rollout_row` and `attempts.observe_row` do with it, without their objects: a 100k-row
-        file is most of a report's time); any other goes through `rollout_row`."""
-        plain = records.rows_plain(rows)
-        fast = records.rollout_tuple
-        state = self.state
-        trials, agents, changed = state.trials, state.agent_names, self.changes.trials
-        applied = False
-        for lineno, raw in enumerate(rows, first):
-            f = fast(raw, plain) if plain else None
-            t = None if f is None else trials.get((f[0], f[1]))
-            if f is None or t is not None and (t.source >= SRC_FAILURE_ROW or t.line is not None):
-                self.rollout_row(file, lineno, raw)
-                continue
-            task, rollout, attempt, reward, inp, out, nr, agent = f
-            if t is None:
-                t = trials[(task, rollout)] = Trial(task, rollout)
-            if agent:
-                if agent not in agents:
-                    agents.add(agent)
-                t.agent = agent
-            t.attempt_index, t.source, t.evidence, t.input_tokens, t.output_tokens = attempt, SRC_ROW, \
-                Evidence(file, lineno), inp, out
-            t.failure_class, t.message, t.http_status, t.row_own = "", "", None, None
-            if nr:
-                t.status, t.reward, t.withheld_reward = T_NEVER_RAN, None, reward
-            else:
-                t.status, t.reward, t.withheld_reward = T_COMPLETED, reward, None
-            changed.add((task, rollout))
-            applied = True
-        if applied:
-            state.collector.started = True       # a row proves the collector ran
-            self.changes.run = True
+        """Rows `first`.. of a rollouts file (a run of lines: Tailer.read(rows=True))."""
+        self.rollout_items(file, first, records.row_items(rows))
 
     def rollout_block(self, file: str, first: int, block: bytes) -> None:
         """Lines `first`.. of a rollouts file as one block of whole lines (Tailer.read(blocks=True)):
-        decoded at once when every line is a row of the usual shape (records.rollout_block: no
-        bytes object a line), each then applied as `rollout_rows` applies it; else as a run of
-        rows."""
-        rows = records.rollout_block(block)
-        if rows is None:
-            self.rollout_rows(file, first, block.split(b"\n")[:-1])
-            return
-        facts = records.typed_tuple
+        decoded at once when every line is a row of the usual shape (records.block_items)."""
+        self.rollout_items(file, first, records.block_items(block))
+
+    def rollout_items(self, file: str, first: int, items: list) -> None:
+        """Rows `first`.. of a rollouts file, each as its facts (records.rollout_tuple's tuple, or
+        a list of them) or, when only the general code can read it, its raw bytes. A row of the
+        usual shape for a trial with no failure yet is applied here directly (what `rollout_row`
+        and `attempts.observe_row` do with it, without their objects: a 100k-row file is most
+        of a report's time); any other goes through `rollout_row`."""
         state = self.state
         trials, agents, changed = state.trials, state.agent_names, self.changes.trials
-        lines: Optional[list[bytes]] = None
         applied = False
-        for lineno, row in enumerate(rows, first):
-            f = facts(row)
-            if f is None:
-                if lines is None:
-                    lines = block.split(b"\n")
-                self.rollout_row(file, lineno, lines[lineno - first])
+        for lineno, f in enumerate(items, first):
+            if type(f) is bytes:
+                self.rollout_row(file, lineno, f)
                 continue
             task, rollout, attempt, reward, inp, out, nr, agent = f
             key = (task, rollout)
@@ -742,9 +707,7 @@ class Reducer:
                     Trial(task, rollout, attempt, T_COMPLETED, reward, None, inp, out, "", "", None, agent,
                           Evidence(file, lineno), SRC_ROW)
             elif t.source >= SRC_FAILURE_ROW or t.line is not None:
-                if lines is None:
-                    lines = block.split(b"\n")
-                self.rollout_row(file, lineno, lines[lineno - first])
+                self._rollout_facts(file, lineno, records.RowFacts(*f))
                 continue
             else:
                 if agent:
@@ -814,8 +777,10 @@ class Reducer:
     def rollout_row(self, file: str, lineno: int, raw: bytes, plain: bool = False) -> None:
         """One row; `plain`: its block passed records.block_plain."""
         facts = self._facts(records.rollout_facts, file, lineno, raw, plain)
-        if facts is None:
-            return
+        if facts is not None:
+            self._rollout_facts(file, lineno, facts)
+
+    def _rollout_facts(self, file: str, lineno: int, facts: records.RowFacts) -> None:
         if facts.agent and facts.agent not in self.state.agent_names:
             self.state.agent_names.add(facts.agent)
         key = self._key(facts, file, lineno)
