@@ -163,6 +163,10 @@ def _emit(rows: list[bytes], tasks: array, rollouts: array, odd: list[bytes]) ->
 
 def main(argv: list[str]) -> int:
     fd, start, final = int(argv[0]), int(argv[1]), argv[2] == "final"
+    try:
+        os.nice(10)     # the report's process is the one everything waits for (core/rowsfork.py)
+    except OSError:
+        pass
     tasks, rollouts, odd = array("q"), array("q"), list[bytes]()
     end, code = _scan(fd, start, final, tasks, rollouts, odd)   # all of it at the end: the report reads
     if code >= 0:                                               # the pipe only once its own reading is
