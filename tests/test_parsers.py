@@ -235,3 +235,16 @@ def test_plain_configs_are_read_as_omegaconf_reads_them(tmp_path):
         assert repr(got) == repr(omega(p)), p
         assert config._load_yaml(p) == omega(p), p
     assert plain > 20
+
+
+@pytest.mark.parametrize("index", range(len(gl.PARENT_PATTERNS)))
+def test_every_parent_pattern_match_holds_a_keyword(index):
+    """The parent lines' keyword prefilter may only skip lines no parent pattern matches."""
+    pattern = gl.PARENT_PATTERNS[index]
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(pattern))
+    def check(line):
+        assert any(k in line for k in gl.PARENT_KEYWORDS), line
+        assert gl.parent_line_candidate(line) == bool(gl.PARENT_ANY_RE.search(line))
+    check()

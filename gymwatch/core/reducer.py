@@ -405,7 +405,7 @@ class Reducer:
         p = self.state.parent
         if self._banner_line(text, ev) or self._endpoint_list_line(text, ev):
             return True
-        if not gl.PARENT_ANY_RE.search(text):
+        if not gl.parent_line_candidate(text):
             return False
         pending = gl.parse_pending(text)
         if pending is not None:
