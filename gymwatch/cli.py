@@ -31,9 +31,11 @@ def _report(args: argparse.Namespace) -> int:
     # Off until frozen: read_run turns it back on as it found it, and the first allocation after
     # would walk the whole young generation, every object read (~0.1 s).
     gc.disable()
-    session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
-    gc.freeze()
-    gc.enable()
+    try:
+        session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
+        gc.freeze()
+    finally:
+        gc.enable()
     if args.format == "json":
         v = verdict(session.state)
         code = v.exit_code
