@@ -35,7 +35,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     cold = [i for i, s in enumerate(summaries) if s is None]
     jobs = default_jobs() if jobs is None else jobs
     workers = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
-    pool = _pool(workers, sweep)
+    pool = _pool(workers, sweep, len(cold))
     try:
         made = pool.map([(str(found[i].path), sigs[i]) for i in cold]) if pool else None
         out = []
@@ -64,10 +64,10 @@ def _worth_a_pool(cold: list[int], sigs: list[list]) -> bool:
     return sum(size or 0 for i in cold for _, size, _ in sigs[i]) >= POOL_MIN_BYTES
 
 
-def _pool(workers: int, sweep: Optional[ProcessSweep] = None) -> Optional[WorkerPool | ForkPool]:
+def _pool(workers: int, sweep: Optional[ProcessSweep] = None, runs: int = 0) -> Optional[WorkerPool | ForkPool]:
     if workers < 2:
         return None
-    if can_fork():
+    if can_fork() and runs <= ForkPool.MAX_QUEUED:
         return ForkPool(workers, sweep)
     try:
         return WorkerPool(workers)
