@@ -10,7 +10,7 @@ from .cache import SummaryCache
 from .procscan import ProcessSweep
 from .scan import signature, walk
 from .summary import still_true
-from .workers import BrokenPool, ForkPool, WorkerPool, can_fork, make
+from .workers import FORK_MAX_RUNS, BrokenPool, ForkPool, WorkerPool, can_fork, make
 
 # A worker process costs ~0.2 s to start (it imports the core), so a pool pays off only for
 # this many uncached runs, or this many bytes of them.
@@ -67,7 +67,7 @@ def _worth_a_pool(cold: list[int], sigs: list[list]) -> bool:
 def _pool(workers: int, sweep: Optional[ProcessSweep] = None, runs: int = 0) -> Optional[WorkerPool | ForkPool]:
     if workers < 2:
         return None
-    if can_fork() and runs <= ForkPool.MAX_QUEUED:
+    if can_fork() and runs <= FORK_MAX_RUNS:
         return ForkPool(workers, sweep)
     try:
         return WorkerPool(workers)

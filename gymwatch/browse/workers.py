@@ -83,6 +83,9 @@ class WorkerPool:
             t.join(1)
 
 
+FORK_MAX_RUNS = 16384          # run numbers a pipe holds before anyone reads (64 KiB): ForkPool's queue
+
+
 class ForkPool:
     """Workers forked from this process, for a listing made by a process with no other thread
     (`can_fork`): they start with everything imported (a `python -m` worker took ~0.2 s to
@@ -92,7 +95,6 @@ class ForkPool:
     Answers are JSON lines, put back in walk order here."""
 
     TAKE = struct.Struct("<i")
-    MAX_QUEUED = 16384          # run numbers a pipe holds before anyone reads (64 KiB)
 
     def __init__(self, n: int, sweep: Optional[ProcessSweep] = None):
         self.n, self.sweep = n, sweep
@@ -100,7 +102,7 @@ class ForkPool:
         self.fds: list[int] = []
 
     def map(self, items: list[tuple[str, list]]) -> Iterator[Optional[dict[str, Any]]]:
-        if len(items) > self.MAX_QUEUED:      # (runs.py asks for no more)
+        if len(items) > FORK_MAX_RUNS:        # (runs.py asks for no more)
             raise BrokenPool("too many runs for one queue")
         tr, tw = os.pipe()
         os.write(tw, b"".join(self.TAKE.pack(i) for i in range(len(items))))
