@@ -184,9 +184,47 @@ def test_cache_hits_misses_and_never_writes_into_runs(tmp_path, user_cache):
 
 @pytest.fixture
 def pools(monkeypatch):
-    """Pool even a few runs, and record every pool made."""
+    """Pool even a few runs, and record every pool made: the `python -m` workers, as a process
+    with other threads has them (the browse screen's; a single-threaded one forks: forked_pools)."""
     monkeypatch.setattr(runs_mod, "POOL_MIN_RUNS", 2)
+    monkeypatch.setattr(runs_mod, "can_fork", lambda: False)
     return record_made(monkeypatch, runs_mod, "WorkerPool")
+
+
+@pytest.fixture
+def forked_pools(monkeypatch):
+    monkeypatch.setattr(runs_mod, "POOL_MIN_RUNS", 2)
+    monkeypatch.setattr(runs_mod, "can_fork", lambda: True)
+    return record_made(monkeypatch, runs_mod, "ForkPool")
+
+
+def test_forked_workers_list_the_same_runs_in_the_same_order(tmp_path, forked_pools):
+    root = make_tree(tmp_path / "runs")
+    alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
+    assert not forked_pools
+    streamed = []
+    pooled = list_runs([root], SummaryCache(enabled=False), on_run=streamed.append, jobs=3)
+    assert len(forked_pools) == 1 and pooled == alone == streamed and len(alone) == len(CASE_NAMES)
+    assert not forked_pools[0].pids                     # reaped
+
+
+def test_a_dead_forked_worker_is_made_up_for_in_process(tmp_path, forked_pools, monkeypatch):
+    import os
+    import signal
+
+    from gymwatch.browse import workers
+
+    root = make_tree(tmp_path / "runs")
+    alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
+    real_make = workers.make
+    parent = os.getpid()
+
+    def make_then_die(path, sig, sweep=None):
+        if os.getpid() != parent and path.endswith(sorted(CASE_NAMES)[-1]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_make(path, sig, sweep)
+    monkeypatch.setattr(workers, "make", make_then_die)
+    assert list_runs([root], SummaryCache(enabled=False), jobs=2) == alone
 
 
 def test_a_pool_lists_the_same_runs_in_the_same_order(tmp_path, pools):

@@ -78,3 +78,22 @@ def test_a_child_that_fails_is_made_up_for(tmp_path, monkeypatch):
 
     monkeypatch.setattr(inputkeys, "KeysChild", Broken)
     assert model(root, True, monkeypatch) == model(root, False, monkeypatch)
+
+
+def test_rows_that_are_not_one_a_line_are_read_line_by_line(tmp_path, monkeypatch):
+    """msgspec's decode_lines reads values, not lines: two rows on a line beside a row over two
+    lines would give as many keys as lines, on the wrong lines."""
+    run = Run(tmp_path / "run")
+    rows = [json.dumps({"_ng_task_index": t, "_ng_rollout_index": 0}) for t in range(6)]
+    rows[2] = rows[2] + " " + json.dumps({"_ng_task_index": 20, "_ng_rollout_index": 0})
+    rows[4] = '{"_ng_task_index": 4,\n"_ng_rollout_index": 0}'
+    run.lines("rollouts_materialized_inputs.jsonl", *rows)
+    run.rows("", *[rollout(t, 0) for t in range(3)])
+    run.finish()
+    used = []
+    real = inputkeys.KeysChild
+    monkeypatch.setattr(inputkeys, "KeysChild", lambda *a: used.append(a) or real(*a))
+    by_child = model(tmp_path / "run", True, monkeypatch)
+    assert used
+    assert by_child == model(tmp_path / "run", False, monkeypatch)
+    assert by_child["malformed_count"] == 3

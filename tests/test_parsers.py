@@ -201,3 +201,50 @@ def test_a_warm_venv_says_so_in_the_phase():
                               "Checked 4 packages in 10ms"], 1):
         on_line(s, tr, line, Evidence("logs/mcqa.log", i, line), None)
     assert (s.state, s.phase, s.packages) == ("installing", "venv up to date: 4 packages", 4)
+
+
+def test_plain_configs_are_read_as_omegaconf_reads_them(tmp_path):
+    """config._load_plain_yaml (PyYAML's C loader, OmegaConf's scalar rules) gives what
+    OmegaConf gives, or leaves the file to it."""
+    from omegaconf import OmegaConf
+
+    from gymwatch.core import config
+
+    def omega(p):
+        try:
+            return OmegaConf.to_container(OmegaConf.load(p), resolve=False)
+        except Exception:  # noqa: BLE001
+            return None
+
+    from pathlib import Path
+
+    fixtures = Path(__file__).parent / "fixtures"
+    docs = ["a: 1e3\nb: 1.5\nc: .inf\nd: 2024-01-02\ne: yes\nf: null\ng: ~\nh: '007'\ni: 0o17\nj: 0x1f\n",
+            "- a\n- 1\n- [x, {y: 2}]\n", "a: 1\na: 2\n", "", "just text\n", "a: ${b}\nb: 1\n", "a: ???\n",
+            "a: &x 1\nb: *x\n", "a: !!binary aGk=\n", "1: a\n", "a: [1, 2\n", "a: 1_000\nb: +12\nc: -0.0\nd: 1:30\n"]
+    paths = sorted(fixtures.rglob(".hydra/*.yaml"))
+    for i, doc in enumerate(docs):
+        paths.append(tmp_path / f"{i}.yaml")
+        paths[-1].write_text(doc)
+    plain = 0
+    for p in paths:
+        got = config._load_plain_yaml(p)
+        if got is config._UNSURE:
+            continue
+        plain += 1
+        assert repr(got) == repr(omega(p)), p
+        assert config._load_yaml(p) == omega(p), p
+    assert plain > 20
+
+
+@pytest.mark.parametrize("index", range(len(gl.PARENT_PATTERNS)))
+def test_every_parent_pattern_match_holds_a_keyword(index):
+    """The parent lines' keyword prefilter may only skip lines no parent pattern matches."""
+    pattern = gl.PARENT_PATTERNS[index]
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(pattern))
+    def check(line):
+        assert any(k in line for k in gl.PARENT_KEYWORDS), line
+        assert gl.parent_line_candidate(line) == bool(gl.PARENT_ANY_RE.search(line))
+    check()

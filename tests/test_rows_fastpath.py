@@ -1,8 +1,9 @@
 """The report's hot paths give exactly what the general code gives.
 
-- Reducer.rollout_rows / materialized_rows (a run of rows, usual rows applied directly) against
-  feeding every row to rollout_row / materialized_row, on every recorded run and on random mixes
-  of usual, odd and broken rows with failure rows and collector lines in any order;
+- Reducer.rollout_rows / materialized_rows (a run of rows, usual rows applied directly) and
+  Reducer.rollout_block (a block of lines decoded at once) against feeding every row to
+  rollout_row / materialized_row, on every recorded run and on random mixes of usual, odd and
+  broken rows with failure rows and collector lines in any order;
 - the report's template for plain completed trials against the encoder's text of trial_json.
 """
 
@@ -100,7 +101,15 @@ def test_runs_of_rows_give_the_model_of_rows_one_by_one(rows, mats, fails, lines
             for start in range(0, len(rows_), cut):
                 feed(file, start + 1, rows_[start:start + cut])
 
+    def in_blocks(red: Reducer) -> None:
+        before(red)
+        for start in range(0, len(materialized), cut):
+            red.materialized_rows("m.jsonl", start + 1, materialized[start:start + cut])
+        for start in range(0, len(rollouts), cut):
+            red.rollout_block("rollouts.jsonl", start + 1, b"".join(r + b"\n" for r in rollouts[start:start + cut]))
+
     assert _state(in_runs) == _state(one_by_one)
+    assert _state(in_blocks) == _state(one_by_one)
 
 
 def test_every_recorded_run_reads_the_same_by_runs_and_by_rows():
@@ -124,6 +133,14 @@ def test_every_recorded_run_reads_the_same_by_runs_and_by_rows():
                     getattr(red, f"{kind}_rows")("f.jsonl", first, rs)
 
             assert _state(by_runs) == _state(by_rows), path
+            if kind == "rollout":
+                blocks = Tailer(str(path)).read(final=True, blocks=True).blocks
+
+                def by_blocks(red, blocks=blocks):
+                    for first, block in blocks:
+                        red.rollout_block("f.jsonl", first, block)
+
+                assert _state(by_blocks) == _state(by_rows), path
 
 
 def test_the_template_for_plain_trials_is_the_encoders_text():
@@ -149,3 +166,42 @@ def test_the_template_encodes_odd_values_as_the_encoder_does():
     plain = report._PlainTrials(state)
     for t in report.sorted_trials(state):
         assert plain.json(t) == to_json(report.trial_json(state, t)).decode()
+
+
+def test_a_block_is_decoded_at_once_only_when_each_line_is_one_row():
+    """msgspec's decode_lines reads a stream of values: a line holding two rows beside a row
+    spread over two lines gives as many rows as lines, in the wrong lines."""
+    from gymwatch.core import records
+
+    a, b, c = (_row(i, 0).decode() for i in range(3))
+    plain = f"{a}\n{b}\n{c}\n".encode()
+    assert [r.task for r in records.rollout_block(plain)] == [0, 1, 2]
+    two_on_one = f"{a} {b}\n{c[:-1]}\n}}\n".encode()     # 3 lines, 3 values
+    assert len(records._TYPED_ROLLOUT_LINES(two_on_one)) == 3
+    assert records.rollout_block(two_on_one) is None
+    spread = f"{a}\n{c[:-1]}\n,\"x\":{{}}}}\n".encode()
+    assert records.rollout_block(spread) is None
+    for odd in (f"{a}\n\n{b}\n", f" {a}\n", f"{a} \n", f"{a}\n{b}", f"{a}\n[1]\n"):
+        assert records.rollout_block(odd.encode()) is None, odd
+    # the reducer reads such a block line by line: the same model as rows one by one
+    for block in (two_on_one, spread):
+        lines = block.split(b"\n")[:-1]
+
+        def one_by_one(red, lines=lines):
+            for i, raw in enumerate(lines, 1):
+                red.rollout_row("r.jsonl", i, raw)
+
+        assert _state(lambda red, block=block: red.rollout_block("r.jsonl", 1, block)) == _state(one_by_one)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**70), st.integers(0, 2**40)), max_size=30),
+       st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=30))
+def test_trials_are_listed_in_key_order(big, small):
+    from gymwatch.core.model import Trial
+
+    for keys in (big, small, big + small):
+        state = RunState(root="/run")
+        for k in keys:
+            state.trials[k] = Trial(*k)
+        assert [t.key for t in report.sorted_trials(state)] == sorted(state.trials)

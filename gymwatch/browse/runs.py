@@ -10,7 +10,7 @@ from .cache import SummaryCache
 from .procscan import ProcessSweep
 from .scan import signature, walk
 from .summary import still_true
-from .workers import BrokenPool, WorkerPool, make
+from .workers import FORK_MAX_RUNS, BrokenPool, ForkPool, WorkerPool, can_fork, make
 
 # A worker process costs ~0.2 s to start (it imports the core), so a pool pays off only for
 # this many uncached runs, or this many bytes of them.
@@ -35,7 +35,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     cold = [i for i, s in enumerate(summaries) if s is None]
     jobs = default_jobs() if jobs is None else jobs
     workers = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
-    pool = _pool(workers)
+    pool = _pool(workers, sweep, len(cold))
     try:
         made = pool.map([(str(found[i].path), sigs[i]) for i in cold]) if pool else None
         out = []
@@ -64,9 +64,11 @@ def _worth_a_pool(cold: list[int], sigs: list[list]) -> bool:
     return sum(size or 0 for i in cold for _, size, _ in sigs[i]) >= POOL_MIN_BYTES
 
 
-def _pool(workers: int) -> Optional[WorkerPool]:
+def _pool(workers: int, sweep: Optional[ProcessSweep] = None, runs: int = 0) -> Optional[WorkerPool | ForkPool]:
     if workers < 2:
         return None
+    if can_fork() and runs <= FORK_MAX_RUNS:
+        return ForkPool(workers, sweep)
     try:
         return WorkerPool(workers)
     except BrokenPool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from msgspec import Struct
+
 # Server states, in the order a healthy server passes through them.
 PENDING, INSTALLING, STARTING, READY, EXITED, FAILED = (
     "pending", "installing", "starting", "ready", "exited", "failed")
@@ -40,9 +42,11 @@ TrialKey = tuple[int, int]
 SRC_NONE, SRC_LINE, SRC_FAILURE_ROW, SRC_ROW = -1, 0, 1, 2
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """A line in a file of the run: `file` is relative to the run root, `line` 1-based."""
+class Evidence(Struct, frozen=True, gc=False):
+    """A line in a file of the run: `file` is relative to the run root, `line` 1-based.
+
+    A msgspec Struct, not a frozen dataclass: made in C (~0.09 us against ~0.5 us, whose
+    `__init__` sets each field through `object.__setattr__`), and a big run makes one a row."""
 
     file: str
     line: int

@@ -17,7 +17,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 from pydantic_core import SchemaValidator, ValidationError, core_schema, from_json
 
-from .inputkeys import ATTEMPT_KEY, ROLLOUT_KEY, TASK_KEY, guarded, long_integer, plain_key
+from .inputkeys import ATTEMPT_KEY, ROLLOUT_KEY, TASK_KEY, guarded, long_integer, one_row_a_line, plain_key
 from .neverran import TOKEN_KEYS, is_number, never_ran
 
 FAILURE_CLASS_KEY = "_ng_failure_class"
@@ -357,8 +357,16 @@ def rollout_tuple(raw: bytes, plain: bool = False) -> Optional[tuple]:
         row = _TYPED_ROLLOUT(raw)
     except (_DecodeError, RecursionError):
         return None
+    if not plain and _reference_rejects(raw):
+        return None
+    return typed_tuple(row)
+
+
+def typed_tuple(row: _RolloutRow) -> Optional[tuple]:
+    """The facts of a row msgspec decoded (`rollout_tuple`, `rollout_block`), or None when the row
+    needs the general code."""
     task, rollout, row_attempt, row_reward = row.task, row.rollout, row.attempt, row.reward
-    if task < 0 or rollout < 0 or row.failure_class or not plain and _reference_rejects(raw):
+    if task < 0 or rollout < 0 or row.failure_class:
         return None   # a failure class: its message may be in any `_ng_failure_*` key
     attempt: Optional[int] = None
     if row_attempt is not UNSET:
@@ -394,6 +402,47 @@ def rollout_tuple(raw: bytes, plain: bool = False) -> Optional[tuple]:
     ref = row.agent_ref
     agent = "" if ref is UNSET or ref.name is UNSET else ref.name
     return task, rollout, attempt, reward, inp, out, nr, agent
+
+
+_TYPED_ROLLOUT_LINES = msgspec.json.Decoder(_RolloutRow).decode_lines
+
+
+def rollout_block(block: bytes) -> Optional[list[_RolloutRow]]:
+    """The lines of a block (each ending with \n, none holding a \r) decoded at once, one row a
+    line, for `typed_tuple`; None when the block must be read line by line (some line is not a
+    row of the usual shape, or the block is not plain: `rows_plain`).
+
+    One row a line: inputkeys.one_row_a_line."""
+    if not block.isascii() or long_integer(block):
+        return None
+    lines = one_row_a_line(block)
+    if lines < 0:
+        return None
+    try:
+        rows = _TYPED_ROLLOUT_LINES(block)
+    except (_DecodeError, RecursionError):
+        return None
+    return rows if len(rows) == lines else None
+
+
+def row_items(rows: list[bytes]) -> list:
+    """Each row's facts (`rollout_tuple`) or, when only the general code can read it, the row."""
+    if not rows_plain(rows):
+        return list(rows)
+    return [rollout_tuple(raw, True) or raw for raw in rows]
+
+
+def block_items(block: bytes) -> list:
+    """`row_items` of the lines of a block of whole lines, decoded at once when it can be
+    (`rollout_block`: no bytes object a line)."""
+    rows = rollout_block(block)
+    if rows is None:
+        return row_items(block.split(b"\n")[:-1])
+    items: list = [typed_tuple(row) for row in rows]
+    if None in items:
+        lines = block.split(b"\n")
+        items = [f if f is not None else lines[i] for i, f in enumerate(items)]
+    return items
 
 
 def materialized_key(raw: bytes, plain: bool = False) -> Optional[tuple[int, int]]:

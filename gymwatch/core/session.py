@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from . import eolcount, inputkeys, procs
+from . import eolcount, inputkeys, procs, rowsfork
 from .config import read_info
 from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, find_streams
 from .model import RunState
@@ -28,6 +28,8 @@ LIVE_SLICE = 1 << 20       # ... when a poll has a time budget (~0.1 s of a serv
 SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the run has
 ROWS_LOOK_EVERY = 0.2       # ... while the collector runs and no rollouts file is known
 KEYS_CHILD_MIN = 32 << 20    # bytes of materialized inputs worth a child process (its start: ~40 ms)
+ROWS_CHILD_MIN = 64 << 20    # bytes of rollouts worth a forked child for their back part
+ROWS_CHILD_SHARE = 0.35      # of the rollouts' bytes the forked child decodes (niced, sharing a core)
 STALE_SLACK = 2.0           # seconds a sidecar may predate the materialized inputs and still be this run's
 HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must stay unchanged to be malformed
 
@@ -35,8 +37,9 @@ HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must st
 class RunSession:
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
                  check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False,
-                 timed: bool = False):
+                 timed: bool = False, helpers: bool = False):
         self.layout = layout
+        self.helpers = helpers              # may fork helpers (core/rowsfork.py): a process doing nothing else
         self._explicit = explicit_file     # the user named a rollouts file: its layout is fixed
         self._logs_given = logs_given
         self.clock = clock
@@ -174,7 +177,18 @@ class RunSession:
             keys = self._keys_child(lay.materialized, final)   # big inputs: on the other core
             if keys is None:
                 reset |= self._read(lay.materialized, final, self.reducer.materialized_rows, rows=True)
-            reset |= self._read(lay.rollouts, final, self.reducer.rollout_rows, rows=True)
+            helper = self._rows_child(lay.rollouts, final)    # the file's back part: on the other core
+            try:
+                if helper is None:
+                    reset |= self._read(lay.rollouts, final, self.reducer.rollout_block, blocks=True)
+                else:
+                    reset |= self._read(lay.rollouts, final, self.reducer.rollout_block, blocks=True,
+                                        stop=helper.start)
+                if helper is not None and not reset:
+                    reset |= self._rows_from(helper, lay.rollouts, final)
+            finally:
+                if helper is not None:
+                    helper.close()
             if keys is not None and lay.materialized is not None:
                 reset |= self._keys_from(keys, lay.materialized, final)
             reset |= self._read(lay.failures, final, self.reducer.failure_row)
@@ -185,7 +199,7 @@ class RunSession:
         return reset
 
     def _read(self, path: Optional[Path], final: bool, feed, offset_key: str = "", blocks: bool = False,
-              rows: bool = False) -> bool:
+              rows: bool = False, stop: Optional[int] = None) -> bool:
         """Feed the file's new lines: `feed(rel, lineno, raw)` a line; with `blocks`
         `feed(rel, first lineno, block of whole lines)`; with `rows` `feed(rel, first lineno, lines)`."""
         if path is None:
@@ -199,7 +213,8 @@ class RunSession:
         piece = READ_BUDGET if deadline is None else LIVE_SLICE
         while True:   # in slices, so a 300 MB rollouts file is never held whole
             before = t.lineno
-            batch = t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows)
+            batch = t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows) if stop is None else \
+                t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows, stop=stop)
             if batch.error:
                 self.reducer.file_error(rel, f"cannot read: {batch.error}")
             if batch.reset:
@@ -226,9 +241,47 @@ class RunSession:
         if _size(path) < KEYS_CHILD_MIN:
             return None
         try:
-            return inputkeys.KeysChild(str(path), 0, 0, final)
+            return inputkeys.KeysChild(str(path), 0, final)
         except OSError:
             return None
+
+    def _rows_child(self, path: Optional[Path], final: bool) -> Optional[rowsfork.RowsChild]:
+        """A forked child decoding the back part of a big rollouts file while this process reads
+        the front: only for a one-shot read of a whole finished run by a process allowed to fork
+        (`read_run(helpers=True)`: the report), with a second core."""
+        if (not self.helpers or not final or self._deadline is not None or path is None
+                or procs.usable_cpus() < 2 or not hasattr(os, "fork")):
+            return None
+        t = self.tailers.get(path)
+        if t is not None and t.offset:
+            return None
+        size = _size(path)
+        if size < ROWS_CHILD_MIN:
+            return None
+        start = rowsfork.split_point(str(path), size, ROWS_CHILD_SHARE)
+        if start is None:
+            return None
+        try:
+            return rowsfork.RowsChild(str(path), start, final)
+        except OSError:
+            return None
+
+    def _rows_from(self, child: rowsfork.RowsChild, path: Path, final: bool) -> bool:
+        """Apply the rows the child decoded, after this process's own (which end at its start),
+        and move the file's tailer past them; if the child failed in any way, read them here."""
+        t = self.tailers[path]
+        res = child.result() if t.offset == child.start else None
+        if res is None:
+            return self._read(path, final, self.reducer.rollout_block, blocks=True)
+        end, lines, blocks = res
+        rel, base = self._rels[path], t.lineno
+        for first, items in blocks:
+            self.reducer.rollout_items(rel, base + first, items)
+        t.adopt(end, base + lines)
+        if lines:
+            files = self.reducer.changes.files
+            files[rel] = files.get(rel, 0) + lines
+        return False
 
     def _keys_from(self, child: inputkeys.KeysChild, path: Path, final: bool) -> bool:
         """Apply the child's keys and move the file's tailer past them; if the child failed in
@@ -243,7 +296,7 @@ class RunSession:
             self._rels[path] = self.layout.rel(path)
         rel = self._rels[path]
         t.adopt(end, lines)
-        self.reducer.materialized_keys(rel, keys)
+        self.reducer.materialized_keys(rel, 1, keys)
         if lines:
             files = self.reducer.changes.files
             files[rel] = files.get(rel, 0) + lines
@@ -427,9 +480,11 @@ def _count_lines(path: Path, upto: int) -> int:
     return sum(vals[1:-3:2]) + vals[-1]
 
 
-def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True) -> RunSession:
-    """Open a run and read everything there is now (the headless report's path)."""
-    session = RunSession.open(path, logs, check_processes=check_processes)
+def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True,
+             helpers: bool = False) -> RunSession:
+    """Open a run and read everything there is now (the headless report's path). `helpers`: the
+    caller does nothing else meanwhile (no threads), so a forked child may read part of it."""
+    session = RunSession.open(path, logs, check_processes=check_processes, helpers=helpers)
     session.refresh_processes()
     with _bulk_load():
         session.poll(final=not session.is_live())

@@ -12,6 +12,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 
+from .eolcount import count_lf
+
 CHUNK = 1 << 20
 _EOL = re.compile(rb"\r\n|\r|\n")
 # A single line longer than this is cut: the rest is skipped, the line still counts once.
@@ -76,7 +78,7 @@ class Tailer:
         self._skipping = False
 
     def read(self, final: bool = False, max_bytes: int | None = None, blocks: bool = False,
-             rows: bool = False) -> Batch:
+             rows: bool = False, stop: int | None = None) -> Batch:
         """New complete lines. With `final`, a trailing partial line is returned too.
 
         `max_bytes` bounds how much is read in this call (at least one chunk), so a caller that
@@ -84,6 +86,7 @@ class Tailer:
         come in `batch.blocks`, a few big byte strings instead of one object a line (the same
         lines, numbered the same), for a reader that searches whole blocks (core/logscan.py).
         `rows`: the lines come in `batch.runs`, lists of consecutive lines (no tuple a line).
+        `stop`: read no further than this offset (a line start: another reader has the rest).
         """
         batch = Batch()
         self._blocks, self._rows = blocks, rows
@@ -108,7 +111,7 @@ class Tailer:
             self._ident = ident
             self.exists = True
             self.mtime = st.st_mtime
-            self._read_into(fd, st.st_size, batch, max_bytes)
+            self._read_into(fd, st.st_size if stop is None else min(stop, st.st_size), batch, max_bytes)
         except OSError as exc:
             batch.error = exc.strerror or str(exc)
         finally:
@@ -152,7 +155,9 @@ class Tailer:
         if cut:
             block = partial + data[:cut] if partial else data[:cut]
             batch.blocks.append((self.lineno + 1, block))
-            self.lineno += block.count(b"\n")
+            # memchr, not bytes.count's scalar loop, unless the lines are short: 8% of a big
+            # report's read (~0.08 s for 266 MB of rollouts) before
+            self.lineno += count_lf(block, len(block))
             self._partial = b""
             self._hold(data[cut:])
         else:
