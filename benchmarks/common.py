@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,16 @@ def row(name: str, value: Any, baseline: Any, ratio: Optional[float], target: st
 
 def skipped(name: str, why: str, target: str = "") -> dict:
     return row(name, "not measured", "", None, target, None, why)
+
+
+def installed_copy(dest: Path) -> Path:
+    """A copy of the gymwatch package under `dest` with its bytecode compiled, as `pip install`
+    leaves it; a child run with `cwd=dest` imports it. This machine sets PYTHONDONTWRITEBYTECODE,
+    so the repo's editable gymwatch is compiled from source at each start (~0.05 s), while the
+    baselines' standard library has its bytecode."""
+    shutil.copytree(REPO / "gymwatch", dest / "gymwatch", ignore=shutil.ignore_patterns("__pycache__"))
+    compileall.compile_dir(dest / "gymwatch", quiet=1)
+    return dest
 
 
 @dataclass
