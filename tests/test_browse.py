@@ -186,26 +186,32 @@ def test_cache_hits_misses_and_never_writes_into_runs(tmp_path, user_cache):
 def pools(monkeypatch):
     """Pool even a few runs, and record every pool made: the `python -m` workers, as a process
     with other threads has them (the browse screen's; a single-threaded one forks: forked_pools)."""
-    monkeypatch.setattr(runs_mod, "POOL_MIN_RUNS", 2)
-    monkeypatch.setattr(runs_mod, "can_fork", lambda: False)
-    return record_made(monkeypatch, runs_mod, "WorkerPool")
+    return pooling(monkeypatch, "WorkerPool")
 
 
 @pytest.fixture
 def forked_pools(monkeypatch):
+    return pooling(monkeypatch, "ForkPool")
+
+
+def pooling(monkeypatch, kind: str) -> list:
     monkeypatch.setattr(runs_mod, "POOL_MIN_RUNS", 2)
-    monkeypatch.setattr(runs_mod, "can_fork", lambda: True)
-    return record_made(monkeypatch, runs_mod, "ForkPool")
+    monkeypatch.setattr(runs_mod, "can_fork", lambda: kind == "ForkPool")
+    return record_made(monkeypatch, runs_mod, kind)
 
 
-def test_forked_workers_list_the_same_runs_in_the_same_order(tmp_path, forked_pools):
+@pytest.mark.parametrize("kind", ["WorkerPool", "ForkPool"])
+def test_a_pool_lists_the_same_runs_in_the_same_order(tmp_path, monkeypatch, kind):
+    made = pooling(monkeypatch, kind)
     root = make_tree(tmp_path / "runs")
     alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
-    assert not forked_pools
+    assert not made
     streamed = []
     pooled = list_runs([root], SummaryCache(enabled=False), on_run=streamed.append, jobs=3)
-    assert len(forked_pools) == 1 and pooled == alone == streamed and len(alone) == len(CASE_NAMES)
-    assert not forked_pools[0].pids                     # reaped
+    assert len(made) == 1 and pooled == alone == streamed and len(alone) == len(CASE_NAMES)
+    pool = made[0]
+    reaped = not pool.pids if kind == "ForkPool" else all(p.returncode is not None for p in pool.procs)
+    assert reaped
 
 
 def test_a_dead_forked_worker_is_made_up_for_in_process(tmp_path, forked_pools, monkeypatch):
@@ -225,15 +231,6 @@ def test_a_dead_forked_worker_is_made_up_for_in_process(tmp_path, forked_pools, 
         return real_make(path, sig, sweep)
     monkeypatch.setattr(workers, "make", make_then_die)
     assert list_runs([root], SummaryCache(enabled=False), jobs=2) == alone
-
-
-def test_a_pool_lists_the_same_runs_in_the_same_order(tmp_path, pools):
-    root = make_tree(tmp_path / "runs")
-    alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
-    assert not pools
-    streamed = []
-    pooled = list_runs([root], SummaryCache(enabled=False), on_run=streamed.append, jobs=2)
-    assert len(pools) == 1 and pooled == alone == streamed and len(alone) == len(CASE_NAMES)
 
 
 def test_a_dead_worker_is_made_up_for_in_process(tmp_path, pools, monkeypatch):
