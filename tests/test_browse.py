@@ -472,6 +472,29 @@ async def test_every_sorted_column_shows_its_arrow_and_s_cycles_them_all(tmp_pat
         assert sorted(seen) == sorted(k for k, _ in COLUMNS)          # s visits every column
 
 
+async def test_compare_rows_drawn_before_the_tables_idle_are_whole():
+    """The cursor row can be drawn between the rows going in and the table measuring its
+    columns; it then stayed cut (`complete`, `never_ra`) in the table's line cache."""
+    from textual.app import App
+    from textual.widgets import DataTable
+
+    trials = [{"task_index": 1, "rollout_index": r, "a_status": "completed", "a_reward": 0.0,
+               "b_status": "never_ran", "b_reward": None, "change": "worse"} for r in (0, 1)]
+
+    class One(App):
+        def compose(self):
+            yield DataTable(cursor_type="row")
+
+    app = One()
+    async with app.run_test(size=(100, 10)) as pilot:
+        table = app.query_one(DataTable)
+        CompareScreen._fill(table, trials)
+        first = table.render_line(1).text                   # before the table's idle
+        await pilot.pause()
+        assert table.render_line(1).text == first
+        assert "completed" in first and "never_ran" in first and "worse" in first
+
+
 async def test_compare_two_marked_runs_and_open_a_changed_trial(tmp_path):
     root = make_tree(tmp_path / "runs")
     app = BrowseApp(BrowseState([str(root)]))

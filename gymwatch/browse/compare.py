@@ -27,6 +27,8 @@ from ..diff import Unreadable, compare, counts_text, load, reward, seconds, shor
 from .fmt import rel
 
 CHANGE_STYLE = {"worse": "bold red", "better": "green", "changed": "yellow"}
+TRIAL_COLUMNS = (("task", "task"), ("rollout", "rollout"), ("a_status", "A status"), ("a_reward", "A reward"),
+                 ("b_status", "B status"), ("b_reward", "B reward"), ("change", "change"))
 
 
 class CompareScreen(Screen):
@@ -52,9 +54,7 @@ class CompareScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(Text(f"comparing {self._label(self.a)} (A) with {self._label(self.b)} (B)…"), id="cmp-head")
         table = DataTable(id="cmp-trials", cursor_type="row", zebra_stripes=True)
-        for key, label in (("task", "task"), ("rollout", "rollout"), ("a_status", "A status"),
-                           ("a_reward", "A reward"), ("b_status", "B status"), ("b_reward", "B reward"),
-                           ("change", "change")):
+        for key, label in TRIAL_COLUMNS:
             table.add_column(label, key=key)
         yield table
         with VerticalScroll(id="cmp-more"):
@@ -97,14 +97,23 @@ class CompareScreen(Screen):
         head.append(f": {d['worse']} worse, {d['better']} better" if n else ": none")
         head.append("  ·  a (enter) / b: the selected trial's card in run A / B")
         self.query_one("#cmp-head", Static).update(head)
-        table = self.query_one("#cmp-trials", DataTable)
-        for t in d["trials"]:
-            table.add_row(str(t["task_index"]), str(t["rollout_index"]), status(t["a_status"]), reward(t["a_reward"]),
-                          status(t["b_status"]), reward(t["b_reward"]),
-                          Text(t["change"], style=CHANGE_STYLE.get(t["change"], "")),
-                          key=f"{t['task_index']}/{t['rollout_index']}")
+        self._fill(self.query_one("#cmp-trials", DataTable), d["trials"])
         self.query_one("#cmp-tasks", Static).update(self._more(d))
         self.loaded = True
+
+    @staticmethod
+    def _fill(table: DataTable, trials: list[dict[str, Any]]) -> None:
+        """The columns get widths from all their cells before any row is shown: left to the
+        DataTable, they are measured on its next idle, and a row drawn before that (the cursor's)
+        keeps its first, narrower render from the line cache (Textual 8.2)."""
+        rows = [(Text(str(t["task_index"])), Text(str(t["rollout_index"])), Text(status(t["a_status"])),
+                 Text(reward(t["a_reward"])), Text(status(t["b_status"])), Text(reward(t["b_reward"])),
+                 Text(t["change"], style=CHANGE_STYLE.get(t["change"], ""))) for t in trials]
+        table.clear(columns=True)
+        for i, (key, label) in enumerate(TRIAL_COLUMNS):
+            table.add_column(label, key=key, width=max([len(label), *(r[i].cell_len for r in rows)]))
+        for t, cells in zip(trials, rows):
+            table.add_row(*cells, key=f"{t['task_index']}/{t['rollout_index']}")
 
     def _more(self, d: dict[str, Any]) -> Text:
         out = Text()
