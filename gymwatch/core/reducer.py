@@ -238,7 +238,7 @@ class Reducer:
                 pref, body = gl.split_prefix(text)
                 s.last_line = body if pref is not None else text
                 s.last_line_at = Evidence(file, lineno + block.count(b"\n", lo, last), text)
-            if not tracker.stopping:
+            if file not in tracker.stopping:
                 tracker.chained = False      # none of them starts a chained traceback
 
     def _owner_of_stem(self, stem: str) -> str:

@@ -28,7 +28,9 @@ class ServerTracker:
         self.installed_at: Evidence | None = None   # uv's `Installed N packages`
         self.after_install = False  # a line other than uv's package list came after it
         self.lock_wait = False      # its last word: waiting for a shared venv's setup lock (Gym 0.7)
-        self.stopping = False       # it said it is shutting down: tracebacks from here on are noise
+        # the files in which it said it is shutting down: tracebacks later in them are noise (only
+        # in them: a server's stdout and stderr are separate files, read in either order)
+        self.stopping: set[str] = set()
         self.before_block: tuple | None = None   # what the current error block changed, to undo it
         self.chained = False        # the last line chains the next traceback to this one
         self.settled: tuple | None = None   # the server as its lines left it, before settle's conclusions
@@ -184,10 +186,10 @@ def _install_line(server: Server, text: str, now: float | None, move: bool = Tru
 
 
 def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now: float | None) -> None:
-    if tracker.stopping:
+    if ev.file in tracker.stopping:
         return      # tracebacks of a server that is shutting down say nothing about the run
     if gl.STOPPING_RE.search(text):
-        tracker.stopping = True
+        tracker.stopping.add(ev.file)
         tracker.in_block = False
         return
     marker = find_marker(text)
