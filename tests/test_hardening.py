@@ -118,6 +118,19 @@ def test_unknown_keys_are_ignored(tmp_path):
     assert data["verdict"] == "ok" and data["malformed"]["count"] == 0
 
 
+@pytest.mark.parametrize("value", ["/", "/tmp/ru", "'/tmp/run/rollouts.js", ""])
+def test_hydra_config_read_mid_write(tmp_path, value):
+    """The collector's Hydra config names where the rollouts will go; read while it is written, the
+    value is cut short: no rollouts file is guessed from it (a bare `/` raised ValueError)."""
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "hydra" / "eval_run" / ".hydra").mkdir(parents=True)
+    (run / "hydra" / "eval_run" / ".hydra" / "config.yaml").write_text(f"output_jsonl_fpath: {value}")
+    session = RunSession.open(str(run), check_processes=False)
+    session.poll(final=True)
+    assert session.layout.rollouts is None and verdict(session.state).name == "starting"
+
+
 def test_rollouts_truncated_and_rewritten_while_watched(tmp_path):
     run = Run(tmp_path)
     run.expect(3)

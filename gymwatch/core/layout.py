@@ -263,9 +263,9 @@ def _output_from_hydra(dirs: list[Path]) -> Optional[Path]:
         try:
             for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
                 if line.startswith("output_jsonl_fpath:"):
-                    value = line.split(":", 1)[1].strip().strip("'\"")
-                    if value:
-                        return Path(value)
+                    value = Path(line.split(":", 1)[1].strip().strip("'\""))
+                    if is_rollouts_name(value.name):    # not a value cut short by a read mid-write
+                        return value
         except OSError:
             continue
     return None
