@@ -6,7 +6,7 @@ import pytest
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import CASES, CASES07, FIXTURES, MCQA
+from conftest import CASES, CASES07, FIXTURES, MCQA, RECORDED0506
 from gymwatch.core.session import RunSession, read_run
 from gymwatch.core.verdict import verdict
 from gymwatch.report import to_json
@@ -15,6 +15,7 @@ CASE_NAMES = ["aborted_500", "some_never_ran", "startup_failed", "evaluator_bund
 # Every recorded run of every Gym version, for the chunked-read property.
 CHUNKED = [CASES / c for c in CASE_NAMES] + sorted(CASES07.glob("g07_*")) + \
     sorted(p for p in (FIXTURES / "gym-0.4.0-recorded").iterdir() if p.is_dir()) + \
+    sorted(p for p in RECORDED0506.iterdir() if p.is_dir()) + \
     [MCQA / c for c in ("run_ok", "run_fail", "startup_failure")]
 
 
@@ -66,8 +67,16 @@ def test_chunked_equals_whole(tmp_path_factory, src, seed, steps):
         session = RunSession.open(str(dst), check_processes=False)
     session.poll()
     session.poll(final=True)
-    assert normalised(session.state) == whole
+    got = normalised(session.state)
+    if split_streams(src):
+        got, whole = without_last_lines(got), without_last_lines(whole)
+    assert got == whole
     shutil.rmtree(dst, ignore_errors=True)
+
+
+def split_streams(run) -> bool:
+    """Each server's output is in Gym's stdout and stderr both (no per-server logs)."""
+    return (run / "gym_env_start.stderr.log").exists() and not (run / "logs").exists()
 
 
 def test_polls_with_a_time_budget_catch_up_to_the_same_model(tmp_path, monkeypatch):
@@ -160,6 +169,30 @@ def test_any_one_server_log_read_first_gives_the_same_model(tmp_path, src):
         dst = tmp_path / first
         shutil.copytree(src, dst)
         assert read_held_back(dst, lambda p: p.name != first) == whole, first
+
+
+@pytest.mark.parametrize("src", sorted(p for p in RECORDED0506.iterdir() if (p / "gym_eval_run.stderr.log").exists()),
+                         ids=lambda p: p.name)
+def test_any_one_captured_stream_read_first_gives_the_same_model(tmp_path, src):
+    """Without per-server logs a server's output is split between Gym's stdout and stderr: uvicorn's
+    `Shutting down` on stderr must not silence the errors it printed on stdout before, whichever
+    file is read first (stderr sorts first: a run's every model error was lost)."""
+    whole = without_last_lines(normalised(read_run(str(src), check_processes=False).state))
+    streams = sorted(p.name for p in src.glob("gym_*.log"))
+    assert len(streams) == 4
+    for first in streams:
+        dst = tmp_path / first
+        shutil.copytree(src, dst)
+        got = read_held_back(dst, lambda p: p.name != first and p.name in streams)
+        assert without_last_lines(got) == whole, first
+
+
+def without_last_lines(data: dict) -> dict:
+    """A server's last line is the last one to arrive: between two files with no timestamps, that
+    is the order they are read in, and rightly so."""
+    for s in data["servers"]:
+        s.pop("last_line")
+    return data
 
 
 def test_trials_that_turn_missing_are_reported_as_changed(tmp_path):

@@ -287,13 +287,7 @@ def _endpoints_failed(state: RunState) -> Verdict:
 def _some_failed(state: RunState, c: dict[str, int]) -> Verdict:
     """The collection finished, but some trials have a failure (a sidecar row, or a collector line
     that named them) instead of a rollout."""
-    failed = [t for t in state.trials.values() if t.status == T_FAILED]
-    first = _first(state, T_FAILED)
-    kinds = sorted({t.failure_class for t in failed if t.failure_class})
-    kinds += sorted({f"HTTP {t.http_status}" for t in failed if t.http_status})
-    what = f" ({', '.join(kinds)})" if kinds else ""
-    cause = attribution.trial_cause(state, first) if first else None
-    own = [e for e in ((first.named_at, first.evidence) if first else ()) if e is not None]
+    what, cause, own = _failures(state)
     why = f"{c[T_FAILED]} of {c[T_FAILED] + c[T_COMPLETED]} trials failed{what}; {c[T_COMPLETED]} completed"
     if cause is not None and cause not in own:
         why += f"; the first failure traces to {cause.file}"
@@ -301,11 +295,45 @@ def _some_failed(state: RunState, c: dict[str, int]) -> Verdict:
                    [e for e in dict.fromkeys(own) if e is not cause], EXIT_TRIALS)
 
 
+def _failures(state: RunState) -> tuple[str, Optional[Evidence], list[Evidence]]:
+    """The failed trials' classes and HTTP statuses (" (agent_run_error, HTTP 500)"), where the
+    first failure's cause is read, and that trial's own lines."""
+    failed = [t for t in state.trials.values() if t.status == T_FAILED]
+    first = _first(state, T_FAILED)
+    kinds = sorted({t.failure_class for t in failed if t.failure_class})
+    kinds += sorted({f"HTTP {t.http_status}" for t in failed if t.http_status})
+    what = f" ({', '.join(kinds)})" if kinds else ""
+    cause = attribution.trial_cause(state, first) if first else None
+    own = [e for e in ((first.named_at, first.evidence) if first else ()) if e is not None]
+    return what, cause, own
+
+
 def _aborted(state: RunState) -> Verdict:
     c = state.collector
     ev, related, why = attribution.abort_cause(state)
+    if ev in (c.error, c.traceback) and _all_failed(state):
+        return _aborted_after_every_trial_failed(state, why)
     return Verdict(V_COLLECTION_ABORTED, why, ev or c.error or c.traceback,
                    [e for e in related if e is not None], EXIT_RUN)
+
+
+def _all_failed(state: RunState) -> bool:
+    statuses = {t.status for t in state.trials.values()}
+    return statuses == {T_FAILED}
+
+
+def _aborted_after_every_trial_failed(state: RunState, died: str) -> Verdict:
+    """The collector died on an error that names no server after every trial had failed (Gym 0.6+
+    raises `None of the N dispatched rollouts produced a result`): the failures are the story, so
+    the reason leads with them and the first one's cause is the evidence."""
+    c = state.collector
+    what, cause, own = _failures(state)
+    why = f"every one of the {len(state.trials)} trials failed{what}"
+    if cause is not None and cause not in own:
+        why += f"; the first failure traces to {cause.where()}"
+    why += f"; then {died}"
+    related = [e for e in dict.fromkeys([*own, c.error, c.traceback]) if e is not None and e is not cause]
+    return Verdict(V_COLLECTION_ABORTED, why, cause or (own[0] if own else c.error or c.traceback), related, EXIT_RUN)
 
 
 def _incomplete(state: RunState) -> Verdict:

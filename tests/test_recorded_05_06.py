@@ -1,0 +1,73 @@
+"""Real nemo-gym 0.5.1 and 0.6.0 runs (tests/fixtures/gym-0.5-0.6-recorded, no per-server logs: each
+server's output is in Gym's captured stdout and stderr): the report says what the files show."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import RECORDED0506
+
+
+def report(case: str) -> tuple[dict, int]:
+    proc = subprocess.run([sys.executable, "-m", "gymwatch", "report", str(RECORDED0506 / case), "--format", "json",
+                           "--no-process-check"], capture_output=True, text=True, timeout=120)
+    assert proc.stderr == "", proc.stderr
+    return json.loads(proc.stdout), proc.returncode
+
+
+def where(ev: dict) -> tuple[str, int]:
+    return ev["file"], ev["line"]
+
+
+@pytest.mark.parametrize("case,version", [("g051_ok", "0.5.1"), ("g060_ok_health_files", "0.6.0")])
+def test_a_good_run_is_ok_on_three_servers(case, version):
+    rep, code = report(case)
+    assert (rep["verdict"], code) == ("ok", 0)
+    assert rep["counts"]["completed"] == 10 and rep["total"] == 10
+    assert {s["name"]: s["kind"] for s in rep["servers"]} == {
+        "mcqa": "resources", "mcqa_simple_agent": "agent", "policy_model": "model"}
+    assert all(s["became_ready"] and s["error_count"] == 0 for s in rep["servers"])
+    assert rep["info"]["gym_version"] == version and "uv's package list" in rep["info"]["gym_version_basis"]
+
+
+def test_gyms_health_check_beside_every_trial():
+    rep, _ = report("g060_ok_health_files")
+    assert {t["gym_health"]["verdict"] for t in rep["trials"]} == {"unobserved"}
+    assert rep["gym_health"]["checked"] == 10 and rep["gym_health"]["unobserved"] == 10
+
+
+def test_05_a_500_on_run_aborts_and_points_at_the_agent_and_the_model_upstream():
+    rep, code = report("g051_abort_500")
+    assert (rep["verdict"], code) == ("collection_aborted", 2)
+    assert rep["counts"]["missing"] == 10               # 0.5 writes no failure row: Gym names none
+    assert where(rep["evidence"]) == ("gym_env_start.stdout.log", 159)
+    assert "POST /run HTTP/1.1\" 500" in rep["evidence"]["text"]
+    assert rep["reason"].startswith("the collector aborted: mcqa_simple_agent answered 500 on /run; upstream ")
+    assert "model_retry" in rep["reason"]
+
+
+def test_06_every_trial_failed_leads_with_the_failures_and_their_cause():
+    rep, code = report("g060_every_trial_failed")
+    assert (rep["verdict"], code) == ("collection_aborted", 2)
+    assert rep["counts"]["failed"] == 10
+    assert {(t["failure_class"], t["http_status"]) for t in rep["trials"]} == {("agent_run_error", 500)}
+    assert rep["reason"].startswith("every one of the 10 trials failed (agent_run_error, HTTP 500); the first "
+                                    "failure traces to gym_env_start.stdout.log:150; then the collector died: "
+                                    "RuntimeError: None of the 10 dispatched rollouts produced a result")
+    assert where(rep["evidence"]) == ("gym_env_start.stdout.log", 150) and "stub forced failure" in rep["evidence"]["text"]
+    assert ("gym_eval_run.stderr.log", 75) in [where(e) for e in rep["related"]]
+    model = next(s for s in rep["servers"] if s["name"] == "policy_model")
+    assert model["error_count"] == 30                   # its retries on stdout, though stderr says it shut down
+
+
+@pytest.mark.parametrize("case", ["g051_endpoint_never_answered", "g060_endpoint_never_answered"])
+def test_a_model_endpoint_that_never_answers_is_startup_failed_at_gyms_line(case):
+    rep, code = report(case)
+    assert (rep["verdict"], code) == ("startup_failed", 2)
+    assert where(rep["evidence"]) == ("gym_env_start.stdout.log", 77)
+    assert rep["evidence"]["text"] == "Error: 1 model endpoint(s) never answered within 15s:"
+    endpoints = rep["parent"]["model_endpoints"]
+    assert endpoints["limit"] == 15 and where(endpoints["waiting"]) == ("gym_env_start.stdout.log", 67)
+    assert not rep["collector"]["started"] and all(s["became_ready"] for s in rep["servers"])
