@@ -283,8 +283,8 @@ class ReadinessBoard(DataTable):
         ttr = s.ready_at - s.first_seen if s.ready_at is not None and s.first_seen is not None else None
         err = Text(str(s.error_count), style="bold red" if s.error_count else "dim")
         why = why_text(state, s, slow, waited)
-        if s.name in self.probes:
-            why = Text.assemble(plain(self.probes[s.name], 30, "cyan"), " ", why)
+        if s.name in self.probes:       # after why it is not ready: what its port said is the detail
+            why = Text.assemble(why, " · ", plain(self.probes[s.name], 30, "cyan"))
         kind = Text(KIND_LABEL.get(s.kind, s.kind), style="dim")
         return (Text(s.name, style="bold"), kind, state_cell, limit, why,
                 Text(duration(in_state)), Text("—" if ttr == 0 else duration(ttr)), err,
