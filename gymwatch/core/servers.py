@@ -8,6 +8,7 @@ from .model import EXITED, FAILED, INSTALLING, K_UNKNOWN, PENDING, READY, STARTI
 
 MAX_KEPT_ERRORS = 20
 INSTALLED = "installed"     # the phase after uv's `Installed N packages`
+UP_TO_DATE = "venv up to date"      # the phase after a warm venv's `Checked N packages`
 # Lines that continue an error block: indented traceback frames, uv's `cause:` lines, chained exceptions.
 _CHAINED = ("The above exception", "During handling of the above exception")
 _CONTINUATION = ("  ", "\t") + _CHAINED
@@ -25,7 +26,7 @@ class ServerTracker:
         self.block_exception: Evidence | None = None
         self.last_error_block: tuple[Evidence, Evidence | None] | None = None
         self.guessed = False        # failed with no error block of its own read yet
-        self.installed_at: Evidence | None = None   # uv's `Installed N packages`
+        self.installed_at: Evidence | None = None   # uv's `Installed N packages` (or `Checked N packages`: warm)
         self.after_install = False  # a line other than uv's package list came after it
         self.lock_wait = False      # its last word: waiting for a shared venv's setup lock (Gym 0.7)
         # the files in which it said it is shutting down: tracebacks later in them are noise (only
@@ -86,7 +87,8 @@ def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
     else:
         _lifecycle(server, text, ev, now)
     if tracker.installed_at is None or tracker.after_install:
-        if server.ready_evidence is None and server.phase.startswith(INSTALLED) and gl.INSTALLED_RE.search(text):
+        if server.ready_evidence is None and (server.phase.startswith(INSTALLED) and gl.INSTALLED_RE.search(text)
+                                              or server.phase.startswith(UP_TO_DATE) and gl.CHECKED_RE.search(text)):
             tracker.installed_at, tracker.after_install = ev, False
     elif not gl.PACKAGE_LINE_RE.match(text):
         tracker.after_install = True
@@ -176,7 +178,7 @@ def _install_line(server: Server, text: str, now: float | None, move: bool = Tru
     if m:
         server.packages = server.packages or int(m.group(1))
         if move:
-            set_state(server, INSTALLING, now, f"venv up to date: {m.group(1)} packages")
+            set_state(server, INSTALLING, now, f"{UP_TO_DATE}: {m.group(1)} packages")
         return True
     if gl.INSTALL_RE.search(text):
         if move:
@@ -253,9 +255,10 @@ def _body(ev: Evidence) -> str:
 def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, timed_out: bool = False) -> None:
     """Mark a server failed, pointing at the last error block of its own output.
 
-    With no error text at all and output ending right after `Installed N packages`,
-    it is the silent death of a cold venv build under `+nemo_gym_log_dir` (Gym 0.4-0.6: the
-    install pipeline's `grep -v` exits 1 under pipefail; docs/gym-formats.md). `timed_out`: the
+    With no error text at all and output ending right after uv's install step (`Installed N
+    packages` and its list, or a warm venv's `Checked N packages`), it is the silent death of the
+    install step under `+nemo_gym_log_dir` (Gym 0.4-0.6: the install pipeline's `grep -v` exits 1
+    under pipefail; docs/gym-formats.md). `timed_out`: the
     server was still running when Gym's spin-up limit ran out, so `why` says what it was doing
     and the evidence is its last line (or its last error).
     """
@@ -274,9 +277,9 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, ti
         installed = _body(tracker.installed_at)
         server.failure_reason = (
             f"died without an error message right after its venv install (`{installed}`): a known Gym "
-            "0.4-0.6 bug (with +nemo_gym_log_dir set, the install step runs under pipefail and a "
-            "first-time venv build exits 1); rerun without +nemo_gym_log_dir, or build the venvs "
-            "once without it")
+            "0.4-0.6 bug (with +nemo_gym_log_dir set, the install step runs under pipefail and exits 1 "
+            "although uv succeeded); rerun without +nemo_gym_log_dir, or with +skip_venv_if_present=true "
+            "once the venvs exist")
     else:
         server.failure = server.last_line_at
         server.failure_reason = why
