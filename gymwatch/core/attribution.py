@@ -103,6 +103,8 @@ def abort_cause(state: RunState) -> tuple[Optional[Evidence], list[Evidence], st
         return c.traceback, [], "the collector died with a traceback"
     m = gl.URL_PORT_RE.search(err.text)
     status = re.search(r"Error: (\d{3})", err.text)
+    if m is None and c.traceback is None:
+        return err, [], f"the collector stopped on an error of its own: {' '.join([err.text.strip(), *c.error_more])}"
     if m is None:
         return err, [c.traceback] if c.traceback else [], f"the collector died: {err.text.strip()}"
     port, path = int(m.group(1)), m.group(2) or ""

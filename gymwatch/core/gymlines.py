@@ -58,6 +58,9 @@ TQDM_RE = re.compile(r"Collecting rollouts:\s*\d+%\|[^|]*\|\s*(\d+)/(\d+)")
 EXAMPLES_LEFT_RE = re.compile(r"^\d+\. (\S+): (\d+)\s*$")
 COLLECT_START_RE = re.compile(r"Querying with \d+ concurrent requests|Collecting rollouts:|Repeating rows \d+ times")
 EXC_LINE_RE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): ?(.*)$")
+# A `gym` command's own error for a mistake in its config or arguments (0.6+: ConfigError, printed by
+# rich as `Error: <message>`, wrapped at the terminal's width; the command then exits 1).
+CLI_ERROR_RE = re.compile(r"^Error: \S")
 URL_PORT_RE = re.compile(r"url='?https?://[^:/'\s]+:(\d+)(/[^'\s]*)?")
 TRACEBACK = "Traceback (most recent call last):"     # may start mid-line, after a tqdm segment
 # Lines of the collector that name a failed trial (`row={...}` is Gym's debug summary of the row).

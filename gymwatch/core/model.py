@@ -189,7 +189,8 @@ class Collector:
     alive: Optional[bool] = None       # None: unknown (no process facts)
     exit_code: Optional[int] = None
     traceback: Optional[Evidence] = None
-    error: Optional[Evidence] = None   # the last exception line of its traceback
+    error: Optional[Evidence] = None   # the last exception line of its traceback, or Gym's `Error: ...`
+    error_more: list[str] = field(default_factory=list)   # the lines an `Error: ...` was wrapped onto
     last_lines: dict[str, Evidence] = field(default_factory=dict)   # per captured stream
     progress: Optional[tuple[int, int]] = None   # done, total
     examples_left: Optional[int] = None

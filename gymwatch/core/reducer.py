@@ -633,6 +633,12 @@ class Reducer:
         elif c.traceback is not None and gl.EXC_LINE_RE.match(text):
             c.error = ev
             self.changes.run = True
+        elif c.traceback is None and c.error is None and gl.CLI_ERROR_RE.match(text):
+            c.error = ev                # Gym refused its config or arguments (`Error: Input file not found`)
+            self.changes.run = True
+        elif (c.traceback is None and c.error is not None and ev.file == c.error.file and stripped
+              and ev.line == c.error.line + 1 + len(c.error_more)):
+            c.error_more.append(stripped)
         elif "[rollout_" in text:
             self._trial_line(text, ev)
         else:

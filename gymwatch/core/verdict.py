@@ -95,7 +95,7 @@ def verdict(state: RunState) -> Verdict:
         return Verdict(V_COLLECTING, f"{records} of {_total(state)} trials recorded{_live_basis(state)}", None)
     c_ = state.collector
     if not c_.finished and not state.aggregate_written:
-        if c_.traceback is not None:
+        if c_.traceback is not None or c_.error is not None:
             return _aborted(state)
         return _incomplete(state)
     missing = c[T_MISSING]
