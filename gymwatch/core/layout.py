@@ -156,6 +156,16 @@ def find_streams(d: Path) -> list[Stream]:
     return out
 
 
+def run_streams(root: Path, rollouts: Optional[Path]) -> list[Stream]:
+    """Gym's captured output of the run in `root`: its own, else the output beside its rollouts one
+    level down. Never both: a copied run's config can name a path on this machine that holds
+    another run."""
+    own = find_streams(root)
+    if own or rollouts is None or rollouts.parent == root:
+        return own
+    return find_streams(rollouts.parent)
+
+
 def find_hydra_dirs(d: Path, depth: int = 3) -> list[Path]:
     found = []
     if (d / ".hydra").is_dir():
@@ -237,9 +247,7 @@ def _fill_gym_dir(layout: RunLayout, d: Path) -> None:
             layout.rollouts = _find_rollouts(sub)
             if layout.rollouts is not None:
                 break
-    layout.streams = find_streams(d)
-    if layout.rollouts is not None and layout.rollouts.parent != d:
-        layout.streams += find_streams(layout.rollouts.parent)
+    layout.streams = run_streams(d, layout.rollouts)
     if (d / "logs").is_dir():
         layout.logs_dir = d / "logs"
     layout.hydra_dirs = find_hydra_dirs(d)

@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Optional
 
 from . import eolcount, inputkeys, procs, rowsfork
 from .config import read_info
-from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, find_streams
+from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
 from .model import RunState
 from .reducer import Changes, Reducer
 from .tail import Tailer, decode
@@ -164,10 +164,8 @@ class RunSession:
                                 self.reducer.server_log_block(name, f, first, block),
                                 offset_key=name, blocks=True)
         if lay.kind != "launched":
-            dirs = {lay.root} | ({lay.rollouts.parent} if lay.rollouts is not None else set())
-            for d in dirs:
-                for s in find_streams(d):
-                    self._streams.setdefault(s.path, s)
+            for s in run_streams(lay.root, lay.rollouts):
+                self._streams.setdefault(s.path, s)
         for stream in list(self._streams.values()):
             reset |= self._read(stream.path, final, lambda f, n, raw, role=stream.role:
                                 self.reducer.stream_line(role, f, n, decode(raw)))
