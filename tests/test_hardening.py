@@ -131,6 +131,22 @@ def test_hydra_config_read_mid_write(tmp_path, value):
     assert session.layout.rollouts is None and verdict(session.state).name == "starting"
 
 
+def test_a_copied_runs_config_naming_another_runs_dir_mixes_in_none_of_its_output(tmp_path):
+    """A run copied from elsewhere keeps its Hydra config's absolute `output_jsonl_fpath`; on this
+    machine that path may be another run's: its captured output is not this run's."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "gym_eval_run.stdout.log").write_text("Finished rollout collection!\n")
+    run = tmp_path / "run"
+    (run / "hydra" / "eval_run" / ".hydra").mkdir(parents=True)
+    (run / "hydra" / "eval_run" / ".hydra" / "config.yaml").write_text(f"output_jsonl_fpath: {other}/rollouts.jsonl\n")
+    (run / "gym_eval_run.stdout.log").write_text("Error: Input file not found: 'x.jsonl' (--input).\n")
+    session = RunSession.open(str(run), check_processes=False)
+    session.poll(final=True)
+    assert [s.path for s in session.layout.streams] == [run / "gym_eval_run.stdout.log"]
+    assert not session.state.collector.finished and session.state.collector.error.line == 1
+
+
 def test_rollouts_truncated_and_rewritten_while_watched(tmp_path):
     run = Run(tmp_path)
     run.expect(3)

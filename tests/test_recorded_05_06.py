@@ -71,3 +71,30 @@ def test_a_model_endpoint_that_never_answers_is_startup_failed_at_gyms_line(case
     endpoints = rep["parent"]["model_endpoints"]
     assert endpoints["limit"] == 15 and where(endpoints["waiting"]) == ("gym_env_start.stdout.log", 67)
     assert not rep["collector"]["started"] and all(s["became_ready"] for s in rep["servers"])
+
+
+def test_06_silent_deaths_after_a_warm_venv_check_under_a_log_dir():
+    """With +nemo_gym_log_dir the install step fails under pipefail even when uv only checked a warm
+    venv (`Checked N packages`): both servers that install that way die without a word; Gym names
+    only the first. mcqa (installed from its pyproject) was still starting when Gym gave up."""
+    rep, code = report("g060_logdir_silent_deaths_warm")
+    assert (rep["verdict"], code) == ("startup_failed", 2)
+    assert where(rep["evidence"]) == ("logs/mcqa_simple_agent.log", 5)
+    servers = {s["name"]: s for s in rep["servers"]}
+    for name, line in (("mcqa_simple_agent", 5), ("policy_model", 5)):
+        s = servers[name]
+        assert s["state"] == "failed" and s["silent_death"], name
+        assert where(s["evidence"]) == (f"logs/{name}.log", line)
+        assert "right after its venv install (`Checked 3 packages in" in s["failure_reason"]
+    assert servers["mcqa"]["state"] == "starting" and not servers["mcqa"]["silent_death"]
+
+
+def test_06_a_collector_that_refuses_its_arguments_is_an_aborted_collection():
+    """`gym eval run --input <missing file>`: Gym 0.6 prints `Error: ...` (wrapped over two lines)
+    and exits 1 before any trial: not an incomplete run with "0 trials missing"."""
+    rep, code = report("g060_eval_input_not_found")
+    assert (rep["verdict"], code) == ("collection_aborted", 2)
+    assert where(rep["evidence"]) == ("gym_eval_run.stdout.log", 2)
+    assert rep["reason"] == ("the collector stopped on an error of its own: Error: Input file not found: "
+                             "'/tmp/no-such-input.jsonl' (--input). Check the path is spelled correctly.")
+    assert all(s["became_ready"] for s in rep["servers"]) and rep["total"] == 0
