@@ -98,3 +98,15 @@ def test_06_a_collector_that_refuses_its_arguments_is_an_aborted_collection():
     assert rep["reason"] == ("the collector stopped on an error of its own: Error: Input file not found: "
                              "'/tmp/no-such-input.jsonl' (--input). Check the path is spelled correctly.")
     assert all(s["became_ready"] for s in rep["servers"]) and rep["total"] == 0
+
+
+def test_06_a_run_stopped_mid_collection_is_incomplete_by_its_content():
+    """`gym env start` stopped (SIGTERM) after 4 of 10 rows: it shut its servers down and printed
+    `NeMo Gym finished!`. Without process facts (a copy, a login node) no row can come any more:
+    incomplete at Gym's line, not "collecting, live by its files"."""
+    rep, code = report("g060_stopped_mid_collection")
+    assert (rep["verdict"], code) == ("incomplete", 1)
+    assert rep["counts"]["completed"] == 4 and rep["counts"]["missing"] == 6
+    assert "gym env start shut its servers down before the collection finished" in rep["reason"]
+    assert rep["evidence"]["text"] == "NeMo Gym finished!"
+    assert {s["state"] for s in rep["servers"]} == {"exited"}

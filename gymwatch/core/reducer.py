@@ -625,7 +625,9 @@ class Reducer:
             self.changes.run = True
         m = _last(gl.PROGRESS_RE, text) or _last(gl.TQDM_RE, text)
         if m:
-            c.progress = (int(m.group(1)), int(m.group(2)))
+            done = (int(m.group(1)), int(m.group(2)))
+            if c.progress is None or done[0] >= c.progress[0]:      # stdout's and stderr's counts,
+                c.progress = done                                     # read in either order: the most
             self.changes.run = True
         if gl.TRACEBACK in text:    # also mid-line, after a tqdm segment
             c.traceback, c.error = ev, None
