@@ -110,3 +110,5 @@ def test_06_a_run_stopped_mid_collection_is_incomplete_by_its_content():
     assert "gym env start shut its servers down before the collection finished" in rep["reason"]
     assert rep["evidence"]["text"] == "NeMo Gym finished!"
     assert {s["state"] for s in rep["servers"]} == {"exited"}
+    missing = [t for t in rep["trials"] if t["status"] == "missing"]
+    assert {where(t["evidence"]) for t in missing} == {where(rep["evidence"])}      # what ended them

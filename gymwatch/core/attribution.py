@@ -187,7 +187,7 @@ def cause_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Eviden
         if c.error is not None and gl.URL_PORT_RE.search(c.error.text):
             first, related, _ = abort_cause(state)
             chain += [first, *related]
-        chain.append(c.last_line)
+        chain += [cut_short_by(state), c.last_line]
     else:
         chain = [trial.evidence]
     chain.append(trial_cause(state, trial, memo))
@@ -229,5 +229,17 @@ def trial_cause(state: RunState, trial: Trial, memo: Memo = None) -> Optional[Ev
         return beyond[-1] if beyond else agent_log_evidence(state, trial.agent, memo)
     if trial.status == T_MISSING:
         c = state.collector
-        return c.error or c.last_line or agent_log_evidence(state, trial.agent, memo)
+        return c.error or cut_short_by(state) or c.last_line or agent_log_evidence(state, trial.agent, memo)
     return None
+
+
+def cut_short_by(state: RunState) -> Optional[Evidence]:
+    """`NeMo Gym finished!` when gym env start shut the servers down before the collector finished
+    and nothing else says how the collector ended (no error of its own, no exit status, no process
+    seen)."""
+    c, p = state.collector, state.parent
+    if p.finished is None or c.finished or c.alive is not None or c.exit_code is not None:
+        return None
+    if c.error is not None or c.traceback is not None:
+        return None
+    return p.finished

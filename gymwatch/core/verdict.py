@@ -59,13 +59,9 @@ def collector_ended(state: RunState) -> bool:
         return False
     if c.alive is False:
         return True
-    return c.alive is None and (c.error is not None or state.activity.quiet or servers_shut_down(state))
-
-
-def servers_shut_down(state: RunState) -> bool:
-    """`gym env start` shut its servers down (`NeMo Gym finished!`) before the collector finished:
-    no row can come any more, whether or not the collector's process can be seen to end."""
-    return state.parent.finished is not None and not state.collector.finished
+    # gym env start shut its servers down (`NeMo Gym finished!`): no row can come any more
+    servers_gone = state.parent.finished is not None
+    return c.alive is None and (c.error is not None or state.activity.quiet or servers_gone)
 
 
 def counts(state: RunState) -> dict[str, int]:
@@ -346,13 +342,13 @@ def _incomplete(state: RunState) -> Verdict:
     c = state.collector
     n = sum(1 for t in state.trials.values() if t.status == T_MISSING)
     quiet = quiet_words(state) if c.alive is None and c.error is None else ""
-    shut = c.alive is None and c.exit_code is None and servers_shut_down(state)
-    if shut:
+    shut = attribution.cut_short_by(state)
+    if shut is not None:
         ended = " (gym env start shut its servers down before the collection finished)"
     else:
         ended = f" ({quiet})" if quiet else _exit_words(c.exit_code)
     why = (f"the collector ended without `Finished rollout collection!`{ended}; "
            f"{n} trials missing" if not c.finished else f"collection finished but {n} expected trials have no row")
     related = [e for e in (c.last_line if shut else None, attribution.agent_log_evidence(state)) if e]
-    evidence = state.parent.finished if shut else c.last_line or c.error
+    evidence = shut or c.last_line or c.error
     return Verdict(V_INCOMPLETE, why, evidence, related, EXIT_TRIALS)
