@@ -16,6 +16,7 @@ from .core.model import (
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, EndpointWait,
     Evidence, GymHealth, RunState, Server, Trial,
 )
+from .core.forkchild import fork_child
 from .core.procs import usable_cpus
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
@@ -357,21 +358,16 @@ def _fork_writer(state: RunState, trials: list[Trial], lo: int, hi: int,
     except (AttributeError, OSError, ValueError):     # io.UnsupportedOperation is both
         return None
     out.flush()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(fd)
-        return None
-    if pid:
-        return pid, fd
-    code = 1
-    try:   # the child: it leaves by os._exit only (no atexit handlers, no inherited buffer flushed)
+
+    def work() -> None:
         with open(fd, "w", encoding=out.encoding, errors=out.errors, closefd=False) as fh:
             for piece in _json_trials(state, trials, lo, hi):
                 fh.write(piece)
-        code = 0
-    finally:
-        os._exit(code)
+    try:
+        return fork_child(work), fd
+    except OSError:
+        os.close(fd)
+        return None
 
 
 def _copy_back(pid: int, fd: int, out: TextIO, again: Callable[[], Iterator[str]]) -> None:

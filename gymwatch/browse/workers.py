@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from ..core.forkchild import fork_child
 from ..core.layout import NotARun, discover
 from .procscan import ProcessSweep
 from .summary import summarize
@@ -116,26 +117,22 @@ class ForkPool:
 
     def _fork(self, items: list[tuple[str, list]], queue: int) -> None:
         r, w = os.pipe()
+
+        def work() -> None:
+            os.close(r)
+            for fd in self.fds:
+                os.close(fd)
+            with open(w, "w", encoding="utf-8") as out:
+                while len(took := os.read(queue, self.TAKE.size)) == self.TAKE.size:
+                    i = self.TAKE.unpack(took)[0]
+                    path, sig = items[i]
+                    out.write(f"{i} {json.dumps(make(path, sig, self.sweep))}\n")
         try:
-            pid = os.fork()
+            pid = fork_child(work)
         except OSError as exc:
             os.close(r)
             os.close(w)
             raise BrokenPool(str(exc)) from exc
-        if pid == 0:                          # the worker: it leaves by os._exit only
-            code = 1
-            try:
-                os.close(r)
-                for fd in self.fds:
-                    os.close(fd)
-                with open(w, "w", encoding="utf-8") as out:
-                    while len(took := os.read(queue, self.TAKE.size)) == self.TAKE.size:
-                        i = self.TAKE.unpack(took)[0]
-                        path, sig = items[i]
-                        out.write(f"{i} {json.dumps(make(path, sig, self.sweep))}\n")
-                code = 0
-            finally:
-                os._exit(code)
         os.close(w)
         self.pids.append(pid)
         self.fds.append(r)

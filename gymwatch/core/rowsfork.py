@@ -20,6 +20,7 @@ from typing import Optional, Union
 import msgspec
 
 from . import records
+from .forkchild import fork_child
 from .tail import Tailer
 
 READ_BUDGET = 8 << 20        # bytes the child reads at a time
@@ -35,21 +36,17 @@ class RowsChild:
     def __init__(self, path: str, start: int, final: bool):
         self.start = start
         r, w = os.pipe()
+
+        def work() -> None:
+            os.close(r)
+            _yield_cpu()
+            _write_all(w, _decode(path, start, final))
         try:
-            self.pid = os.fork()
+            self.pid = fork_child(work)
         except OSError:
             os.close(r)
             os.close(w)
             raise
-        if self.pid == 0:                  # the child: it leaves by os._exit only
-            code = 1
-            try:
-                os.close(r)
-                _yield_cpu()
-                _write_all(w, _decode(path, start, final))
-                code = 0
-            finally:
-                os._exit(code)
         os.close(w)
         self.fd: Optional[int] = r
 
