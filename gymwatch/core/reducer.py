@@ -727,11 +727,10 @@ class Reducer:
                 inp = ints.setdefault(inp, inp)
             if out is not None:
                 out = ints.setdefault(out, out)
+            status, kept, withheld = (T_NEVER_RAN, None, reward) if nr else (T_COMPLETED, reward, None)
             if t is None:       # a new trial, made whole in one call
-                trials[key] = Trial(task, rollout, attempt, T_NEVER_RAN, None, reward, inp, out, "", "", None, agent,
-                                    Evidence(file, lineno), SRC_ROW) if nr else \
-                    Trial(task, rollout, attempt, T_COMPLETED, reward, None, inp, out, "", "", None, agent,
-                          Evidence(file, lineno), SRC_ROW)
+                trials[key] = Trial(task, rollout, attempt, status, kept, withheld, inp, out, "", "", None, agent,
+                                    Evidence(file, lineno), SRC_ROW)
             elif t.source >= SRC_FAILURE_ROW or t.line is not None:
                 self._rollout_facts(file, lineno, records.RowFacts(*f))
                 continue
@@ -741,10 +740,7 @@ class Reducer:
                 t.attempt_index, t.source, t.evidence, t.input_tokens, t.output_tokens = attempt, SRC_ROW, \
                     Evidence(file, lineno), inp, out
                 t.failure_class, t.message, t.http_status, t.row_own = "", "", None, None
-                if nr:
-                    t.status, t.reward, t.withheld_reward = T_NEVER_RAN, None, reward
-                else:
-                    t.status, t.reward, t.withheld_reward = T_COMPLETED, reward, None
+                t.status, t.reward, t.withheld_reward = status, kept, withheld
             changed.add(key)
             applied = True
         if applied:
