@@ -36,17 +36,16 @@ def _report(args: argparse.Namespace) -> int:
         gc.freeze()
     finally:
         gc.enable()
-    if args.format == "json":
+    if args.format in ("json", "junit"):
         v = verdict(session.state)
         code = v.exit_code
-        write_json(session.state, v, sys.stdout)
-    elif args.format == "junit":
-        from .junit import iter_junit
+        if args.format == "json":
+            write_json(session.state, v, sys.stdout)
+        else:
+            from .junit import iter_junit
 
-        v = verdict(session.state)
-        code = v.exit_code
-        for piece in iter_junit(session.state, v):
-            sys.stdout.write(piece)
+            for piece in iter_junit(session.state, v):
+                sys.stdout.write(piece)
     else:
         text, code = render(session.state, args.format)
         sys.stdout.write(text)

@@ -177,11 +177,8 @@ class RunSession:
                 reset |= self._read(lay.materialized, final, self.reducer.materialized_rows, rows=True)
             helper = self._rows_child(lay.rollouts, final)    # the file's back part: on the other core
             try:
-                if helper is None:
-                    reset |= self._read(lay.rollouts, final, self.reducer.rollout_block, blocks=True)
-                else:
-                    reset |= self._read(lay.rollouts, final, self.reducer.rollout_block, blocks=True,
-                                        stop=helper.start)
+                reset |= self._read(lay.rollouts, final, self.reducer.rollout_block, blocks=True,
+                                    stop=helper.start if helper is not None else None)
                 if helper is not None and not reset:
                     reset |= self._rows_from(helper, lay.rollouts, final)
             finally:
@@ -211,6 +208,7 @@ class RunSession:
         piece = READ_BUDGET if deadline is None else LIVE_SLICE
         while True:   # in slices, so a 300 MB rollouts file is never held whole
             before = t.lineno
+            # (`stop` only when given: the runs browser's readers of big or cut logs take none)
             batch = t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows) if stop is None else \
                 t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows, stop=stop)
             if batch.error:
