@@ -1,4 +1,7 @@
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,15 @@ MCQA = FIXTURES / "gym-0.4.0-mcqa"
 @pytest.fixture
 def cases() -> Path:
     return CASES
+
+
+def json_report(path, *extra) -> tuple[dict, int]:
+    """`gymwatch report PATH --format json --no-process-check`, run as a user runs it: (the report,
+    the exit code). Nothing may be printed on stderr."""
+    proc = subprocess.run([sys.executable, "-m", "gymwatch", "report", str(path), "--format", "json",
+                           "--no-process-check", *extra], capture_output=True, text=True, timeout=120)
+    assert proc.stderr == "", proc.stderr
+    return json.loads(proc.stdout), proc.returncode
 
 
 def record_made(monkeypatch, owner, name: str) -> list:

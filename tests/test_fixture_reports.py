@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import CASES, CASES07, MCQA
+from conftest import CASES, CASES07, MCQA, json_report
 
 TRUTH_VERDICT = {
     "ok": "ok", "some-never-ran": "some_never_ran", "collection-aborted": "collection_aborted",
@@ -18,11 +18,7 @@ EXIT = {"ok": 0, "some_never_ran": 1, "some_failed": 1, "incomplete": 1, "collec
 CASE_PATHS = sorted(p for d in (CASES, CASES07) for p in d.iterdir() if (p / "truth.json").is_file())
 
 
-def report(path, *extra):
-    proc = subprocess.run([sys.executable, "-m", "gymwatch", "report", str(path), "--format", "json",
-                           "--no-process-check", *extra], capture_output=True, text=True, timeout=120)
-    assert proc.stderr == "", proc.stderr
-    return json.loads(proc.stdout), proc.returncode
+report = json_report
 
 
 @pytest.fixture(scope="module", params=CASE_PATHS, ids=lambda p: p.name)

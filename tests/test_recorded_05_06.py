@@ -1,20 +1,13 @@
 """Real nemo-gym 0.5.1 and 0.6.0 runs (tests/fixtures/gym-0.5-0.6-recorded, no per-server logs: each
 server's output is in Gym's captured stdout and stderr): the report says what the files show."""
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from conftest import RECORDED0506
+from conftest import RECORDED0506, json_report
 
 
 def report(case: str) -> tuple[dict, int]:
-    proc = subprocess.run([sys.executable, "-m", "gymwatch", "report", str(RECORDED0506 / case), "--format", "json",
-                           "--no-process-check"], capture_output=True, text=True, timeout=120)
-    assert proc.stderr == "", proc.stderr
-    return json.loads(proc.stdout), proc.returncode
+    return json_report(RECORDED0506 / case)
 
 
 def where(ev: dict) -> tuple[str, int]:
