@@ -211,11 +211,12 @@ class SummarySession(RunSession):
             self._peeked[path] = times
         return mentions
 
-    def _read(self, path, final, feed, offset_key: str = "", blocks: bool = False, rows: bool = False) -> bool:
+    def _read(self, path, final, feed, offset_key: str = "", blocks: bool = False, rows: bool = False,
+              stop: Optional[int] = None) -> bool:
         if path is not None and not self._wanted(path, offset_key):
             self._skipped = (self._skipped or set()) | {path}
             return False
-        return super()._read(path, final, feed, offset_key, blocks, rows)
+        return super()._read(path, final, feed, offset_key, blocks, rows, stop)
 
     def _tailer(self, path: Path, offset_key: str):
         if self._is_rows(path) or offset_key and self.layout.log_offsets.get(offset_key):

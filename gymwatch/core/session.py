@@ -208,7 +208,8 @@ class RunSession:
         piece = READ_BUDGET if deadline is None else LIVE_SLICE
         while True:   # in slices, so a 300 MB rollouts file is never held whole
             before = t.lineno
-            # (`stop` only when given: the runs browser's readers of big or cut logs take none)
+            # (`stop` only when given: the runs browser's readers of big or cut logs, HeadTail and
+            # ReadyCut, take none)
             batch = t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows) if stop is None else \
                 t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows, stop=stop)
             if batch.error:
