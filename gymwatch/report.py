@@ -14,7 +14,7 @@ from .core import attempts, attribution, gymversion, health
 from .core.model import (
     FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, EndpointWait,
-    Evidence, GymHealth, RunState, Server, Trial,
+    Evidence, GymHealth, Retrying, RunState, Server, Trial,
 )
 from .core.forkchild import fork_child
 from .core.procs import usable_cpus
@@ -29,13 +29,19 @@ def _ev(e: Optional[Evidence]) -> Optional[dict]:
     return e.to_json() if e is not None else None
 
 
+def retrying_json(state: RunState, records: dict[str, Retrying]) -> list[dict]:
+    return [{"url": r.url, "error": r.error, "retry": r.retry, "elapsed_s": r.elapsed, "failures": r.failures,
+             "still_retrying": attribution.still_retrying(state, r),
+             "first": r.first.to_json(), "last": r.last.to_json()} for r in records.values()]
+
+
 def time_to_ready(s: Server) -> Optional[float]:
     if s.ready_at is None or s.first_seen is None:
         return None
     return round(s.ready_at - s.first_seen, 3)
 
 
-def server_json(s: Server) -> dict:
+def server_json(state: RunState, s: Server) -> dict:
     return {
         "name": s.name, "kind": s.kind, "state": s.state, "phase": s.phase, "venv": s.venv,
         "became_ready": s.became_ready, "reported_ready_by_gym": s.reported_ready_by_gym,
@@ -44,7 +50,7 @@ def server_json(s: Server) -> dict:
         "failure_reason": s.failure_reason or None, "silent_death": s.silent_death,
         "evidence": _ev(s.failure or s.ready_evidence or s.last_line_at),
         "ready_evidence": _ev(s.ready_evidence), "errors": [e.to_json() for e in s.errors],
-        "http_ok": s.http_ok, "process": s.process, "orphaned": s.orphaned,
+        "http_ok": s.http_ok, "process": s.process, "orphaned": s.orphaned, "retrying": retrying_json(state, s.retrying),
     }
 
 
@@ -130,10 +136,11 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
                    "traceback": _ev(p.traceback), "error": _ev(p.error), "head_url": p.head_url},
         "collector": {"started": c.started, "finished": c.finished, "alive": c.alive, "exit_code": c.exit_code,
                       "progress": list(c.progress) if c.progress else None,
-                      "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line)},
+                      "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line),
+                      "retrying": retrying_json(state, c.retrying)},
         "aggregate_metrics_written": state.aggregate_written,
         "gym_health": health_totals_json(state),
-        "servers": [server_json(s) for s in state.servers.values()],
+        "servers": [server_json(state, s) for s in state.servers.values()],
         "trials": [trial_json(state, t) for t in sorted_trials(state)] if trials else [],
         "malformed": {"count": state.malformed_count,
                       "lines": [{"file": m.file, "line": m.line, "reason": m.reason} for m in state.malformed]},
@@ -231,6 +238,9 @@ def _servers_text(state: RunState) -> list[str]:
             out.append(f"  {'':<{width}}  why: {clean(s.failure_reason)}")
             if s.failure:
                 out.append(f"  {'':<{width}}  see {_line(s.failure)}")
+        for r in s.retrying.values():
+            out.append(f"  {'':<{width}}  {clean(attribution.retry_words(state, s.name, r, named=False))}")
+            out.append(f"  {'':<{width}}  see {_line(r.last)}")
     return out
 
 

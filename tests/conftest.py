@@ -12,6 +12,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CASES = FIXTURES / "gym-0.4.0-cases"
 CASES07 = FIXTURES / "gym-0.7.0-cases"
 RECORDED0506 = FIXTURES / "gym-0.5-0.6-recorded"     # real 0.5.1 / 0.6.0 runs, no per-server logs
+RECORDED070 = FIXTURES / "gym-0.7.0-recorded"       # real 0.7.0 runs where something died mid-collection
 MCQA = FIXTURES / "gym-0.4.0-mcqa"
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import CASES, CASES07, FIXTURES, MCQA, RECORDED0506
+from conftest import CASES, CASES07, FIXTURES, MCQA, RECORDED070, RECORDED0506
 from gymwatch.core.session import RunSession, read_run
 from gymwatch.core.verdict import verdict
 from gymwatch.report import to_json
@@ -15,7 +15,7 @@ CASE_NAMES = ["aborted_500", "some_never_ran", "startup_failed", "evaluator_bund
 # Every recorded run of every Gym version, for the chunked-read property.
 CHUNKED = [CASES / c for c in CASE_NAMES] + sorted(CASES07.glob("g07_*")) + \
     sorted(p for p in (FIXTURES / "gym-0.4.0-recorded").iterdir() if p.is_dir()) + \
-    sorted(p for p in RECORDED0506.iterdir() if p.is_dir()) + \
+    sorted(p for p in RECORDED0506.iterdir() if p.is_dir()) + sorted(p for p in RECORDED070.iterdir() if p.is_dir()) + \
     [MCQA / c for c in ("run_ok", "run_fail", "startup_failure")]
 
 
@@ -171,8 +171,8 @@ def test_any_one_server_log_read_first_gives_the_same_model(tmp_path, src):
         assert read_held_back(dst, lambda p: p.name != first) == whole, first
 
 
-@pytest.mark.parametrize("src", sorted(p for p in RECORDED0506.iterdir() if (p / "gym_eval_run.stderr.log").exists()),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("src", sorted(p for d in (RECORDED0506, RECORDED070) for p in d.iterdir()
+                                       if (p / "gym_eval_run.stderr.log").exists()), ids=lambda p: p.name)
 def test_any_one_captured_stream_read_first_gives_the_same_model(tmp_path, src):
     """Without per-server logs a server's output is split between Gym's stdout and stderr: uvicorn's
     `Shutting down` on stderr must not silence the errors it printed on stdout before, whichever

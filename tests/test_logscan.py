@@ -16,7 +16,7 @@ from gymwatch.core.tail import Tailer
 
 PATTERNS = {"VENV_RE": gl.VENV_RE, "UVICORN_RE": gl.UVICORN_RE, "STARTING_RE": gl.STARTING_RE,
             "SHUTDOWN_RE": gl.SHUTDOWN_RE, "STOPPING_RE": gl.STOPPING_RE, "VENV_LOCK_RE": gl.VENV_LOCK_RE,
-            "GYM_PACKAGE_RE": gl.GYM_PACKAGE_RE}
+            "GYM_PACKAGE_RE": gl.GYM_PACKAGE_RE, "REQUEST_RETRY_RE": gl.REQUEST_RETRY_RE}
 
 
 @pytest.mark.parametrize("name", sorted(PATTERNS))
@@ -54,6 +54,9 @@ LINES = [
     "{ts}\tINFO worker.py:1841 -- Connected to Ray cluster.",
     "(srv) {ts} WARNING something slow",
     "(srv) [model_retry url=http://127.0.0.1:18999/v1/responses status=500 kind=http_error try=1 max_tries=3]",
+    "(srv) [request_retry url=http://127.0.0.1:38861/v1/responses error=ClientOSError retry=51 elapsed_s=25.1] "
+    "Hit 100 global `ClientOSError` while querying http://127.0.0.1:38861/v1/responses.",
+    "[request_retry url=http://127.0.0.1:9/run error=ServerDisconnectedError retry=7 elapsed_s=3.0]",
     "Traceback (most recent call last):", '  File "app.py", line 3, in run', "ValueError: boom",
     "(srv) Traceback (most recent call last):", "(srv)   File \"x.py\", line 1, in f", "(srv) RuntimeError: no",
     "During handling of the above exception, another exception occurred:", "The above exception was the direct cause",

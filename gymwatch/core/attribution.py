@@ -11,8 +11,8 @@ import re
 from typing import Optional
 
 from . import gymlines as gl
-from .model import K_AGENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, RunState, \
-    Server, Trial
+from .model import K_AGENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
+    RunState, Server, Trial
 
 _PORT_RE = re.compile(r"https?://[^:/'\"\s]+:(\d+)")
 
@@ -93,6 +93,74 @@ def server_for_port(state: RunState, port: int) -> Optional[Server]:
         if s.port == port:
             return s
     return None
+
+
+RECOVERED_AFTER = 2.0    # seconds a row must be written after a retry report's file to count as later
+
+
+def connection_trouble(state: RunState) -> Optional[tuple[str, Retrying]]:
+    """The connection a process of the run retried longest without making it, and who: Gym
+    retries refused and dropped connections without end, so a dead model endpoint or server
+    stalls the collection with no error anywhere but these lines. Only retries that no recorded
+    trial came after (still_retrying)."""
+    found = [(s.name, r) for s in state.servers.values() for r in s.retrying.values()]
+    found += [("the collector", r) for r in state.collector.retrying.values()]
+    found = [x for x in found if still_retrying(state, x[1])]
+    return max(found, key=lambda x: (x[1].elapsed, x[1].failures or 0), default=None)
+
+
+def _trouble(state: RunState, memo: Memo) -> Optional[tuple[str, Retrying]]:
+    if memo is None:
+        return connection_trouble(state)
+    if ("trouble",) not in memo:
+        memo[("trouble",)] = connection_trouble(state)
+    return memo[("trouble",)]
+
+
+def still_retrying(state: RunState, r: Retrying) -> bool:
+    """Nothing shows the connection was made since its last report: no row was written after the
+    file holding that report was (the lines carry no time, the files' last writes do; a row written
+    later means trials went on, while a log still written later says nothing either way)."""
+    a = state.activity
+    logged = a.writes.get(r.last.file)
+    return a.rows_write is None or logged is None or a.rows_write <= logged + RECOVERED_AFTER
+
+
+def died_serving(state: RunState) -> Optional[Server]:
+    """The server Gym named dead (`Process X finished unexpectedly!`) after it had been ready:
+    it died while trials ran, and whatever failed after it follows from that."""
+    name = state.parent.died_server
+    s = state.servers.get(name) if name else None
+    return s if s is not None and s.became_ready else None
+
+
+def retries_to(state: RunState, target: Server) -> list[Evidence]:
+    """The last `[request_retry ...]` line of each process that could not connect to `target`."""
+    found = [r for s in state.servers.values() for r in s.retrying.values()]
+    found += list(state.collector.retrying.values())
+    out = []
+    for r in found:
+        m = _PORT_RE.match(r.url)
+        if m and server_for_port(state, int(m.group(1))) is target:
+            out.append(r.last)
+    return out
+
+
+def retry_target(state: RunState, who: str, url: str) -> str:
+    """What a retried URL is: one of the run's servers (by its port), a model server's upstream
+    (the model endpoint), or just the URL."""
+    m = _PORT_RE.match(url)
+    target = server_for_port(state, int(m.group(1))) if m else None
+    if target is not None and target.name != who:
+        return f"{target.name} ({url})"
+    s = state.servers.get(who)
+    return f"the model endpoint {url}" if s is not None and s.kind == K_MODEL else url
+
+
+def retry_words(state: RunState, who: str, r: Retrying, named: bool = True) -> str:
+    failures = f"{r.failures} failed connections, " if r.failures else ""
+    return (f"{who + ' ' if named else ''}could not connect to {retry_target(state, who, r.url)} ({r.error}): "
+            f"{failures}one request retrying for {r.elapsed:.0f}s (Gym retries these without end)")
 
 
 def abort_cause(state: RunState) -> tuple[Optional[Evidence], list[Evidence], str]:
@@ -187,7 +255,8 @@ def cause_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Eviden
         if c.error is not None and gl.URL_PORT_RE.search(c.error.text):
             first, related, _ = abort_cause(state)
             chain += [first, *related]
-        chain += [cut_short_by(state), c.last_line]
+        trouble = _trouble(state, memo)
+        chain += [trouble[1].last if trouble else None, cut_short_by(state), c.last_line]
     else:
         chain = [trial.evidence]
     chain.append(trial_cause(state, trial, memo))
@@ -229,7 +298,9 @@ def trial_cause(state: RunState, trial: Trial, memo: Memo = None) -> Optional[Ev
         return beyond[-1] if beyond else agent_log_evidence(state, trial.agent, memo)
     if trial.status == T_MISSING:
         c = state.collector
-        return c.error or cut_short_by(state) or c.last_line or agent_log_evidence(state, trial.agent, memo)
+        trouble = _trouble(state, memo)
+        return (c.error or (trouble[1].last if trouble else None) or cut_short_by(state) or c.last_line
+                or agent_log_evidence(state, trial.agent, memo))
     return None
 
 

@@ -94,6 +94,11 @@ SHUTDOWN_EXC_RE = re.compile(r"^(?:[\w.]+\.)?(?:KeyboardInterrupt|CancelledError
 RUN_500_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" 5\d\d")
 RUN_ACCESS_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" \d{3}")     # an agent's access log (Gym 0.4-0.5)
 MODEL_RETRY_RE = re.compile(r"\[model_retry(?:_stop)? ")
+# A connection Gym could not make (refused, reset, dropped), retried 0.5 s apart without end (every
+# Gym version: server_utils._request_with_retries); printed every 100 failures of a process.
+REQUEST_RETRY = "[request_retry "
+REQUEST_RETRY_RE = re.compile(r"\[request_retry url=(\S+) error=(\w+) retry=(\d+) elapsed_s=([\d.]+)\]"
+                              r"(?: Hit (\d+) global)?")
 
 SERVER_TYPE_KIND = {
     "resources_servers": K_RESOURCES,

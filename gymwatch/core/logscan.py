@@ -40,6 +40,7 @@ STEADY_KEYWORDS: dict[str, tuple[str, ...]] = {
     "CHAINED": ("The above exception", "During handling of the above exception"),
     "VENV_LOCK_RE": ("Waiting for virtual environment setup",),
     "GYM_PACKAGE_RE": ("nemo-gym==",),
+    "REQUEST_RETRY_RE": ("[request_retry ",),     # a connection it cannot make (Reducer._retrying)
     # literal tests in Reducer._starting_signs: features that bound the Gym version
     "VERSION_SIGNS": ("aiohttp connection pool capacity", "Disabling a uvicorn access logging"),
 }

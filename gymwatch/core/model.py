@@ -64,6 +64,21 @@ class Evidence(Struct, frozen=True, gc=False):
 
 
 @dataclass(slots=True)
+class Retrying:
+    """Requests a process could not connect with. Gym retries a refused or dropped connection
+    0.5 s apart without end, and says so every 100 such failures of the process:
+    `[request_retry url=U error=E retry=N elapsed_s=S] Hit K global `E` while querying U.`"""
+
+    url: str
+    error: str                  # ClientOSError (refused, reset) or ServerDisconnectedError
+    retry: int                  # the tries so far of the request that printed the line
+    elapsed: float              # seconds that request had been retrying
+    failures: Optional[int]     # the process's failures of this kind so far (K)
+    first: Evidence
+    last: Evidence
+
+
+@dataclass(slots=True)
 class Server:
     name: str
     kind: str = K_UNKNOWN            # resources / agent / model / environment / unknown
@@ -93,6 +108,7 @@ class Server:
     orphaned: bool = False                                 # still running after gym env start ended
     first_run: Optional[Evidence] = None                   # its first `POST /run` (an agent's access log)
     http_ok: Optional[bool] = None                         # last `GET /` probe (with --head)
+    retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
 
     @property
     def became_ready(self) -> bool:
@@ -194,6 +210,7 @@ class Collector:
     last_lines: dict[str, Evidence] = field(default_factory=dict)   # per captured stream
     progress: Optional[tuple[int, int]] = None   # done, total
     examples_left: Optional[int] = None
+    retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
 
     @property
     def last_line(self) -> Optional[Evidence]:
@@ -296,6 +313,8 @@ class Activity:
     processes_seen: bool = False        # ... and found some (or the manifest says they live)
     last_write: Optional[float] = None  # newest modification time of the run's files (epoch)
     quiet_for: Optional[float] = None   # seconds since then, at the last poll
+    writes: dict[str, float] = field(default_factory=dict)   # each read file's last write, by its name
+    rows_write: Optional[float] = None  # the rollouts file's last write: when a trial was last recorded
 
     @property
     def quiet(self) -> bool:

@@ -18,7 +18,7 @@ from .layout import BOTH, EVAL, VALIDATE
 from .stamps import STAMP_START, line_stamp
 from .model import (
     EXITED, FAILED, INSTALLING, K_RESOURCES, K_UNKNOWN, PENDING, READY, STARTING, T_COMPLETED, T_FAILED, T_MISSING,
-    T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed,
+    T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed, Retrying,
     RunInfo, RunState, Server, Trial, TrialKey,
 )
 from .markers import is_error_line
@@ -83,7 +83,7 @@ class Reducer:
             env.kind = K_RESOURCES
         if p.died_server and p.died_server in st.servers:
             s = st.servers[p.died_server]
-            self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}")
+            self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
         if p.timeout is not None:
             for s in st.servers.values():
                 if not s.became_ready and s.state != FAILED:
@@ -110,13 +110,13 @@ class Reducer:
         self.changes.run |= bool(moved)
 
     def _conclude(self, s: Server, now: Optional[float], why: str = "", timed_out: bool = False,
-                  phase: str = "", state: str = "") -> None:
+                  phase: str = "", state: str = "", told: Optional[Evidence] = None) -> None:
         """One of settle's conclusions about a server: failed for `why`, else the new `phase` (and
         `state`). Held, so that it can be taken back."""
         tracker = self.trackers[s.name]
         hold(s, tracker)
         if why:
-            fail(s, tracker, now, why, timed_out=timed_out)
+            fail(s, tracker, now, why, timed_out=timed_out, told=told)
         else:
             set_state(s, state or s.state, now, phase)
 
@@ -272,6 +272,8 @@ class Reducer:
             self.state.port_owner[s.port] = name
         if s.ready_evidence is None:
             self._starting_signs(s, body, ev)
+        if gl.REQUEST_RETRY in body and self._retrying(s.retrying, body, ev):
+            self.changes.run = True
         if 'HTTP/1.1" ' in body:
             if ev.file not in self.access_sign_files:   # each file's first: the sign is the same in any order
                 self.access_sign_files.add(ev.file)
@@ -328,9 +330,12 @@ class Reducer:
                     s.phase = f"still running after Gym ended (pid {alive[name]}): an orphan holding its port"
                 self.changes.servers.add(name)
 
-    def file_activity(self, last_write: Optional[float], wall_now: float) -> None:
+    def file_activity(self, last_write: Optional[float], wall_now: float,
+                      writes: Optional[dict[str, float]] = None, rows_write: Optional[float] = None) -> None:
+        """The run's files' last writes (`writes`: each file's, by the name evidence gives it)."""
         a = self.state.activity
         was_quiet = a.quiet
+        a.writes, a.rows_write = writes or {}, rows_write
         a.last_write = last_write
         a.quiet_for = None if last_write is None else max(0.0, wall_now - last_write)
         if a.quiet != was_quiet:
@@ -392,8 +397,10 @@ class Reducer:
             p.started = True
             if text.strip():
                 p.last_lines[ev.file] = ev
+            # (not Gym's `Process X finished unexpectedly!`, which is `died`: it may also end a run
+            # whose servers were all ready, in the other stream, read in either order)
             if p.error is None and p.all_ready is None and role != EVAL and is_error_line(text) \
-                    and gl.TRACEBACK not in text:
+                    and gl.TRACEBACK not in text and ev is not p.died:
                 p.error = ev      # e.g. its head server could not bind its port: why it gave up
             if p.head_failed is None and p.all_ready is None and role != EVAL and gl.BIND_ERROR_RE.search(text):
                 # Unprefixed: Gym's own head server (a server's uvicorn lines carry its prefix). Gym
@@ -598,6 +605,18 @@ class Reducer:
             return True
         return text.strip() in ("{", "}", "")
 
+    @staticmethod
+    def _retrying(records: dict[str, Retrying], text: str, ev: Evidence) -> bool:
+        """A `[request_retry ...]` line: the latest word on connections to its URL (the first kept)."""
+        m = gl.REQUEST_RETRY_RE.search(text)
+        if m is None:
+            return False
+        url, error, retry, elapsed, failures = m.groups()
+        old = records.get(url)
+        records[url] = Retrying(url, error, int(retry), float(elapsed), int(failures) if failures else None,
+                                old.first if old is not None else ev, ev)
+        return True
+
     def _collecting(self, role: str) -> bool:
         c = self.state.collector
         return role == EVAL or (role == BOTH and c.started)
@@ -610,6 +629,8 @@ class Reducer:
             c.started = True
         if not c.started:
             return
+        if gl.REQUEST_RETRY in text and self._retrying(c.retrying, text, ev):
+            self.changes.run = True
         stripped = text.strip()
         if stripped and not stripped.startswith("Collecting rollouts:") and not stripped.startswith("Reading rows:"):
             c.last_lines[ev.file] = ev

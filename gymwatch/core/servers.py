@@ -252,7 +252,8 @@ def _body(ev: Evidence) -> str:
     return gl.split_prefix(ev.text)[1].strip()
 
 
-def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, timed_out: bool = False) -> None:
+def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, timed_out: bool = False,
+         told: Evidence | None = None) -> None:
     """Mark a server failed, pointing at the last error block of its own output.
 
     With no error text at all and output ending right after uv's install step (`Installed N
@@ -260,7 +261,8 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, ti
     install step under `+nemo_gym_log_dir` (Gym 0.4-0.6: the install pipeline's `grep -v` exits 1
     under pipefail; docs/gym-formats.md). `timed_out`: the
     server was still running when Gym's spin-up limit ran out, so `why` says what it was doing
-    and the evidence is its last line (or its last error).
+    and the evidence is its last line (or its last error). `told`: the line of Gym's that named
+    it dead, the evidence for a server that died serving without a word of its own.
     """
     if server.state == FAILED and server.failure is not None:
         return
@@ -280,6 +282,9 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, ti
             "0.4-0.6 bug (with +nemo_gym_log_dir set, the install step runs under pipefail and exits 1 "
             "although uv succeeded); rerun without +nemo_gym_log_dir, or with +skip_venv_if_present=true "
             "once the venvs exist")
+    elif told is not None and server.became_ready:
+        server.failure = told
+        server.failure_reason = f"died while serving, without an error of its own (killed? out of memory?); {why}"
     else:
         server.failure = server.last_line_at
         server.failure_reason = why

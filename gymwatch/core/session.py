@@ -103,8 +103,10 @@ class RunSession:
             carry_times(old, self.state)
         self._caught_up = self._caught_up or not self.behind
         self._processes()
-        writes = [t.mtime for t in self.tailers.values() if t.mtime is not None]
-        self.reducer.file_activity(max(writes) if writes else None, time.time())
+        writes = {self._rels[p]: t.mtime for p, t in self.tailers.items() if t.mtime is not None}
+        rows = self.tailers.get(self.layout.rollouts) if self.layout.rollouts is not None else None
+        self.reducer.file_activity(max(writes.values(), default=None), time.time(), writes,
+                                   rows.mtime if rows is not None else None)
         self.reducer.read_progress(bool(self.behind), self._now())
         self.reducer.settle(stamp)
         changes = self.reducer.take_changes()

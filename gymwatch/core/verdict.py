@@ -94,7 +94,7 @@ def verdict(state: RunState) -> Verdict:
                            "collection ran", state.parent.finished or state.parent.last_line, [], EXIT_TRIALS)
         return Verdict(V_STARTING, _starting_reason(state) + _live_basis(state), starting_evidence(state))
     if not collector_ended(state):
-        return Verdict(V_COLLECTING, f"{records} of {_total(state)} trials recorded{_live_basis(state)}", None)
+        return _collecting(state, records)
     c_ = state.collector
     if not c_.finished and not state.aggregate_written:
         if c_.traceback is not None or c_.error is not None:
@@ -119,6 +119,14 @@ def verdict(state: RunState) -> Verdict:
     if c[T_FAILED]:
         return _some_failed(state, c)
     return Verdict(V_OK, f"{c[T_COMPLETED]} trials completed", None, exit_code=EXIT_OK)
+
+
+def _collecting(state: RunState, records: int) -> Verdict:
+    why = f"{records} of {_total(state)} trials recorded{_live_basis(state)}"
+    trouble = attribution.connection_trouble(state)
+    if trouble is None:
+        return Verdict(V_COLLECTING, why, None)
+    return Verdict(V_COLLECTING, f"{why}; {attribution.retry_words(state, *trouble)}", trouble[1].last)
 
 
 def _live_basis(state: RunState) -> str:
@@ -313,10 +321,26 @@ def _failures(state: RunState) -> tuple[str, Optional[Evidence], list[Evidence]]
 def _aborted(state: RunState) -> Verdict:
     c = state.collector
     ev, related, why = attribution.abort_cause(state)
+    dead = attribution.died_serving(state)
+    if dead is not None:
+        return _aborted_after_a_death(state, dead, ev, related, why)
     if ev in (c.error, c.traceback) and _all_failed(state):
         return _aborted_after_every_trial_failed(state, why)
     return Verdict(V_COLLECTION_ABORTED, why, ev or c.error or c.traceback,
                    [e for e in related if e is not None], EXIT_RUN)
+
+
+def _aborted_after_a_death(state: RunState, dead: Server, ev: Optional[Evidence], related: list,
+                           why: str) -> Verdict:
+    """A server died while trials ran, then the collector aborted: the death is the story (the
+    errors after it, a 500 from a server that could not reach the dead one, follow from it)."""
+    c = state.collector
+    silent = dead.failure is not None and dead.failure is state.parent.died
+    words = f"{dead.name} died while trials ran" + (
+        ", without an error of its own (killed? out of memory?)" if silent else f": {dead.failure_reason}")
+    lines = [*attribution.retries_to(state, dead), ev, *related, c.error, c.traceback]
+    return Verdict(V_COLLECTION_ABORTED, f"{words}; then {why}", dead.failure or state.parent.died,
+                   [e for e in dict.fromkeys(lines) if e is not None and e is not dead.failure], EXIT_RUN)
 
 
 def _all_failed(state: RunState) -> bool:
@@ -351,4 +375,9 @@ def _incomplete(state: RunState) -> Verdict:
            f"{n} trials missing" if not c.finished else f"collection finished but {n} expected trials have no row")
     related = [e for e in (c.last_line if shut else None, attribution.agent_log_evidence(state)) if e]
     evidence = shut or c.last_line or c.error
+    trouble = attribution.connection_trouble(state) if not c.finished else None
+    if trouble is not None:      # what stalled it: the collection waited on a connection that never came
+        why += f"; before that, {attribution.retry_words(state, *trouble)}"
+        related = [e for e in dict.fromkeys([evidence, *related]) if e is not None]
+        evidence = trouble[1].last
     return Verdict(V_INCOMPLETE, why, evidence, related, EXIT_TRIALS)

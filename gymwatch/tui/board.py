@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from ..core import gymversion
+from ..core import attribution, gymversion
 from ..core.model import FAILED, READY, EXITED, RunState, Server
 from ..core.verdict import parent_ended
 from .fmt import KIND_LABEL, STATE_LOOK, body, duration, plain
@@ -397,6 +397,11 @@ def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) 
     if s.state == FAILED:
         return plain(s.failure_reason or "failed", WHY_WIDTH, "red")
     if s.became_ready or s.state in (READY, EXITED):
+        retrying = [r for r in s.retrying.values() if attribution.still_retrying(state, r)]
+        if retrying:      # up, but waiting on a connection it cannot make: the run stalls here
+            r = max(retrying, key=lambda r: r.elapsed)
+            return plain(f"{s.phase or s.state}; {attribution.retry_words(state, s.name, r, named=False)}",
+                         WHY_WIDTH, "yellow")
         return plain(s.phase or s.state, WHY_WIDTH)
     if s.phase:
         why = s.phase

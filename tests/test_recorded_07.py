@@ -1,0 +1,83 @@
+"""Real nemo-gym 0.7.0 runs where something died while the trials ran (tests/fixtures/gym-0.7.0-recorded):
+the report names what died or could not be reached, at the line that shows it."""
+
+import os
+import shutil
+import time
+
+from conftest import RECORDED070, json_report
+from gymwatch.core.session import read_run
+from gymwatch.core.verdict import verdict
+
+
+def where(ev: dict) -> tuple[str, int]:
+    return ev["file"], ev["line"]
+
+
+def as_recorded(case: str, tmp_path):
+    """A copy of the recorded run with its files' times as the run left them (a checkout's are
+    not): the rows were written before the death, the logs up to the end."""
+    run = tmp_path / case
+    shutil.copytree(RECORDED070 / case, run)
+    end = time.time() - 3600
+    for f in run.rglob("*"):
+        if f.is_file():
+            os.utime(f, (end, end - 200 if f.name == "rollouts.jsonl" else end))
+    return run
+
+
+def test_a_model_endpoint_that_dies_mid_collection_is_named_as_what_stalled_it(tmp_path):
+    rep, code = json_report(as_recorded("g070_model_endpoint_died", tmp_path))
+    assert (rep["verdict"], code) == ("incomplete", 1)
+    assert rep["counts"] == {"pending": 0, "completed": 4, "failed": 0, "never_ran": 0, "missing": 6}
+    assert "before that, policy_model could not connect to the model endpoint http://127.0.0.1:38861/v1/responses " \
+           "(ClientOSError): 900 failed connections, one request retrying for 226s" in rep["reason"]
+    assert where(rep["evidence"]) == ("gym_env_start.stdout.log", 155)         # its last word on it
+    model = next(s for s in rep["servers"] if s["name"] == "policy_model")
+    [r] = model["retrying"]
+    assert (r["error"], r["retry"], r["elapsed_s"], r["failures"]) == ("ClientOSError", 451, 225.7, 900)
+    assert r["still_retrying"]
+    assert where(r["first"]) == ("gym_env_start.stdout.log", 91)
+    missing = [t for t in rep["trials"] if t["status"] == "missing"]
+    assert {where(t["cause"]) for t in missing} == {("gym_env_start.stdout.log", 155)}
+
+
+def test_while_it_hangs_the_collecting_verdict_says_what_it_waits_on(tmp_path):
+    """The run as it looked while it hung: Gym's end lines not written yet, nothing known of its
+    processes, its files fresh."""
+    run = as_recorded("g070_model_endpoint_died", tmp_path)
+    out = run / "gym_env_start.stdout.log"
+    lines = out.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if "retry=101 " in line)
+    out.write_text("".join(lines[:cut + 1]))
+    for name in ("gym_env_start.stderr.log", "gym_eval_run.stderr.log"):   # no shutdown yet
+        f = run / name
+        f.write_text("".join(x for x in f.read_text().splitlines(keepends=True) if "Shutting down" not in x
+                             and "Finished server process" not in x and "shutdown" not in x))
+    os.utime(run / "rollouts.jsonl", (time.time() - 60,) * 2)
+    state = read_run(str(run), check_processes=False).state
+    v = verdict(state)
+    assert v.name == "collecting", v.reason
+    assert "policy_model could not connect to the model endpoint" in v.reason
+    assert "one request retrying for 50s" in v.reason
+    assert (v.evidence.file, v.evidence.line) == ("gym_env_start.stdout.log", cut + 1)
+
+
+def test_an_agent_killed_mid_collection_is_the_cause_of_the_abort(tmp_path):
+    rep, code = json_report(as_recorded("g070_agent_killed", tmp_path))
+    assert (rep["verdict"], code) == ("collection_aborted", 2)
+    assert rep["counts"]["completed"] == 4 and rep["counts"]["failed"] == 2 and rep["counts"]["missing"] == 4
+    assert rep["reason"].startswith("mcqa_simple_agent died while trials ran, without an error of its own "
+                                    "(killed? out of memory?); then the collector aborted: "
+                                    "mcqa_environment_server answered 500 on /run")
+    assert where(rep["evidence"]) == ("gym_env_start.stderr.log", 188)
+    assert "finished unexpectedly" in rep["evidence"]["text"]
+    related = [where(e) for e in rep["related"]]
+    assert related[0] == ("gym_env_start.stdout.log", 99)      # the environment server could not reach it
+    assert ("gym_eval_run.stderr.log", 71) in related           # the collector's ClientResponseError
+    agent = next(s for s in rep["servers"] if s["name"] == "mcqa_simple_agent")
+    assert agent["state"] == "failed" and where(agent["evidence"]) == ("gym_env_start.stderr.log", 188)
+    env = next(s for s in rep["servers"] if s["name"] == "mcqa_environment_server")
+    assert [r["url"] for r in env["retrying"]] == ["http://127.0.0.1:11914/run"]
+    failed = [t for t in rep["trials"] if t["status"] == "failed"]
+    assert {where(t["cause"]) for t in failed} == {("gym_env_start.stderr.log", 188)}
