@@ -171,8 +171,9 @@ def test_any_one_server_log_read_first_gives_the_same_model(tmp_path, src):
         assert read_held_back(dst, lambda p: p.name != first) == whole, first
 
 
-@pytest.mark.parametrize("src", sorted(p for d in (RECORDED0506, RECORDED070) for p in d.iterdir()
-                                       if (p / "gym_eval_run.stderr.log").exists()), ids=lambda p: p.name)
+@pytest.mark.parametrize("src", sorted(p for d in (RECORDED0506, RECORDED070, FIXTURES / "gym-0.4.0-recorded")
+                                       for p in d.iterdir() if (p / "gym_eval_run.stderr.log").exists()),
+                         ids=lambda p: p.name)
 def test_any_one_captured_stream_read_first_gives_the_same_model(tmp_path, src):
     """Without per-server logs a server's output is split between Gym's stdout and stderr: uvicorn's
     `Shutting down` on stderr must not silence the errors it printed on stdout before, whichever

@@ -1,11 +1,14 @@
-"""Real nemo-gym 0.7.0 runs where something died while the trials ran (tests/fixtures/gym-0.7.0-recorded):
-the report names what died or could not be reached, at the line that shows it."""
+"""Real nemo-gym runs where something died while the trials ran (tests/fixtures/gym-0.7.0-recorded, and
+gym-0.4.0-recorded/model_endpoint_died): the report names what died or could not be reached, at the
+line that shows it."""
 
 import os
 import shutil
 import time
 
-from conftest import RECORDED070, json_report
+import pytest
+
+from conftest import FIXTURES, RECORDED070, json_report
 from gymwatch.core.session import read_run
 from gymwatch.core.verdict import verdict
 
@@ -14,11 +17,11 @@ def where(ev: dict) -> tuple[str, int]:
     return ev["file"], ev["line"]
 
 
-def as_recorded(case: str, tmp_path):
+def as_recorded(case: str, tmp_path, where=RECORDED070):
     """A copy of the recorded run with its files' times as the run left them (a checkout's are
     not): the rows were written before the death, the logs up to the end."""
     run = tmp_path / case
-    shutil.copytree(RECORDED070 / case, run)
+    shutil.copytree(where / case, run)
     end = time.time() - 3600
     for f in run.rglob("*"):
         if f.is_file():
@@ -26,20 +29,24 @@ def as_recorded(case: str, tmp_path):
     return run
 
 
-def test_a_model_endpoint_that_dies_mid_collection_is_named_as_what_stalled_it(tmp_path):
-    rep, code = json_report(as_recorded("g070_model_endpoint_died", tmp_path))
+@pytest.mark.parametrize("where_,case,port,first,last,elapsed", [
+    (RECORDED070, "g070_model_endpoint_died", 38861, 91, 155, 225.7),
+    (FIXTURES / "gym-0.4.0-recorded", "model_endpoint_died", 50895, 70, 134, 225.9)])
+def test_a_model_endpoint_that_dies_mid_collection_is_named_as_what_stalled_it(tmp_path, where_, case, port, first,
+                                                                               last, elapsed):
+    rep, code = json_report(as_recorded(case, tmp_path, where_))
     assert (rep["verdict"], code) == ("incomplete", 1)
     assert rep["counts"] == {"pending": 0, "completed": 4, "failed": 0, "never_ran": 0, "missing": 6}
-    assert "before that, policy_model could not connect to the model endpoint http://127.0.0.1:38861/v1/responses " \
+    assert f"before that, policy_model could not connect to the model endpoint http://127.0.0.1:{port}/v1/responses " \
            "(ClientOSError): 900 failed connections, one request retrying for 226s" in rep["reason"]
-    assert where(rep["evidence"]) == ("gym_env_start.stdout.log", 155)         # its last word on it
+    assert where(rep["evidence"]) == ("gym_env_start.stdout.log", last)         # its last word on it
     model = next(s for s in rep["servers"] if s["name"] == "policy_model")
     [r] = model["retrying"]
-    assert (r["error"], r["retry"], r["elapsed_s"], r["failures"]) == ("ClientOSError", 451, 225.7, 900)
+    assert (r["error"], r["retry"], r["elapsed_s"], r["failures"]) == ("ClientOSError", 451, elapsed, 900)
     assert r["still_retrying"]
-    assert where(r["first"]) == ("gym_env_start.stdout.log", 91)
+    assert where(r["first"]) == ("gym_env_start.stdout.log", first)
     missing = [t for t in rep["trials"] if t["status"] == "missing"]
-    assert {where(t["cause"]) for t in missing} == {("gym_env_start.stdout.log", 155)}
+    assert {where(t["cause"]) for t in missing} == {("gym_env_start.stdout.log", last)}
 
 
 def test_while_it_hangs_the_collecting_verdict_says_what_it_waits_on(tmp_path):

@@ -138,3 +138,46 @@ async def test_the_model_endpoint_wait_is_a_stage_of_its_own_on_screen(tmp_path)
         summary = " ".join(summary_plain(app).split())
         assert "STARTUP FAILED" in summary and "see gym_env_start.stdout.log:5" in summary
         assert f"model endpoint {endpoint} (policy_base_url) never answered within 20s" in summary
+
+
+async def test_a_dead_model_endpoint_shows_on_the_board_until_rows_come_again(tmp_path):
+    """A real 0.7.0 run whose model endpoint died mid-collection, as it looked while it hung: the
+    model server's row says what it cannot reach, and so does the summary; once a row is written
+    after its retry reports, neither does."""
+    import os
+    import shutil
+    import time
+
+    from conftest import RECORDED070
+
+    run = tmp_path / "run"
+    shutil.copytree(RECORDED070 / "g070_model_endpoint_died", run)
+    out = run / "gym_env_start.stdout.log"
+    lines = out.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if "retry=51 " in line)
+    second = next(i for i, line in enumerate(lines) if "retry=101 " in line)
+    out.write_text("".join(lines[:first + 1]))
+    for name in ("gym_env_start.stderr.log", "gym_eval_run.stderr.log"):
+        f = run / name
+        f.write_text("".join(x for x in f.read_text().splitlines(keepends=True) if "Shutting down" not in x
+                             and "Finished server process" not in x and "shutdown" not in x))
+    rows = run / "rollouts.jsonl"
+    os.utime(rows, (time.time() - 60,) * 2)
+    app = fixture_app(run)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        model = board(app)["policy_model"]
+        assert "could not connect to the model endpoint http://127.0.0.1:38861/v1/responses (ClientOSError): " \
+               "100 failed connections" in model
+        assert "policy_model could not connect" in summary_plain(app)
+        with open(out, "a") as fh:
+            fh.writelines(lines[first + 1:second + 1])
+        app.refresh_run()
+        assert await wait_for(pilot, lambda: "200 failed connections" in board(app)["policy_model"])
+        later = time.time() + 10
+        with open(rows, "a") as fh:
+            fh.write(rows.read_text().splitlines(keepends=True)[0])
+        os.utime(rows, (later, later))
+        app.refresh_run()
+        assert await wait_for(pilot, lambda: "could not connect" not in board(app)["policy_model"])
+        assert "could not connect" not in summary_plain(app)
