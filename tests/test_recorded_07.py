@@ -84,6 +84,8 @@ def test_an_agent_killed_mid_collection_is_the_cause_of_the_abort(tmp_path):
     assert ("gym_eval_run.stderr.log", 71) in related           # the collector's ClientResponseError
     agent = next(s for s in rep["servers"] if s["name"] == "mcqa_simple_agent")
     assert agent["state"] == "failed" and where(agent["evidence"]) == ("gym_env_start.stderr.log", 188)
+    assert agent["failure_reason"] == ("died after it was ready, without an error of its own (killed? out of "
+                                       "memory?); Gym: RuntimeError: Process `mcqa_simple_agent` finished unexpectedly!")
     env = next(s for s in rep["servers"] if s["name"] == "mcqa_environment_server")
     assert [r["url"] for r in env["retrying"]] == ["http://127.0.0.1:11914/run"]
     failed = [t for t in rep["trials"] if t["status"] == "failed"]

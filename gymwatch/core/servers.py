@@ -284,7 +284,7 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, ti
             "once the venvs exist")
     elif told is not None and server.became_ready:
         server.failure = told
-        server.failure_reason = f"died while serving, without an error of its own (killed? out of memory?); {why}"
+        server.failure_reason = f"died after it was ready, without an error of its own (killed? out of memory?); {why}"
     else:
         server.failure = server.last_line_at
         server.failure_reason = why
