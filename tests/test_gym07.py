@@ -187,6 +187,23 @@ def test_aborted_whatever_the_exit_status(tmp_path):
     assert verdict(state).name == "collection_aborted"
 
 
+@pytest.mark.parametrize("last,verdict_", [("KeyboardInterrupt", "incomplete"),
+                                           ("KeyboardInterrupt: stop", "collection_aborted"),
+                                           ("RuntimeError: boom", "collection_aborted")])
+def test_a_traceback_ending_in_a_bare_keyboard_interrupt_is_a_stop_not_an_abort(tmp_path, last, verdict_):
+    run = Run(tmp_path)
+    run.expect(2)
+    run.rows("", rollout(0))
+    run.lines("gym_eval_run.stderr.log", "Collecting rollouts:  50%|#   | 1/2 [00:01<00:01]Traceback (most recent call last):",
+              '  File "runners.py", line 124, in run', last)
+    from gymwatch.core.verdict import verdict
+    state = read_run(str(tmp_path), check_processes=False).state
+    v = verdict(state)
+    assert v.name == verdict_
+    if verdict_ == "incomplete":
+        assert "(it was interrupted: Ctrl-C, or SIGINT); 1 trials missing" in v.reason and v.evidence.line == 3
+
+
 def test_failure_sidecar_finished_run_is_some_failed_with_class_status_and_line(tmp_path):
     run = Run(tmp_path)
     run.expect(2)

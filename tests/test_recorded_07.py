@@ -90,3 +90,14 @@ def test_an_agent_killed_mid_collection_is_the_cause_of_the_abort(tmp_path):
     assert [r["url"] for r in env["retrying"]] == ["http://127.0.0.1:11914/run"]
     failed = [t for t in rep["trials"] if t["status"] == "failed"]
     assert {where(t["cause"]) for t in failed} == {("gym_env_start.stderr.log", 188)}
+
+
+def test_a_collector_stopped_by_ctrl_c_is_incomplete_not_aborted(tmp_path):
+    """Its traceback ends with a bare `KeyboardInterrupt`: the user stopped it, nothing failed."""
+    rep, code = json_report(as_recorded("g070_collector_interrupted", tmp_path))
+    assert (rep["verdict"], code) == ("incomplete", 1)
+    assert rep["reason"] == ("the collector ended without `Finished rollout collection!` (it was interrupted: "
+                             "Ctrl-C, or SIGINT); 6 trials missing")
+    assert rep["evidence"]["text"] == "KeyboardInterrupt" and rep["evidence"]["file"] == "gym_eval_run.stderr.log"
+    missing = [t for t in rep["trials"] if t["status"] == "missing"]
+    assert len(missing) == 6 and {t["cause"]["text"] for t in missing} == {"KeyboardInterrupt"}

@@ -91,6 +91,8 @@ STOPPING_RE = re.compile(r"INFO:\s+Shutting down\s*$|Waiting for application shu
                          r"Finished server process")
 # The last line of a traceback a shutdown prints (an interrupt, a cancelled task, an exit).
 SHUTDOWN_EXC_RE = re.compile(r"^(?:[\w.]+\.)?(?:KeyboardInterrupt|CancelledError|SystemExit)\b(?::.*)?$")
+# The last line of the traceback of a process stopped by Ctrl-C (SIGINT): no message, no colon.
+INTERRUPT_RE = re.compile(r"^KeyboardInterrupt\s*$")
 RUN_500_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" 5\d\d")
 RUN_ACCESS_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" \d{3}")     # an agent's access log (Gym 0.4-0.5)
 MODEL_RETRY_RE = re.compile(r"\[model_retry(?:_stop)? ")

@@ -216,6 +216,12 @@ class Collector:
     def last_line(self) -> Optional[Evidence]:
         return last_of(self.last_lines)
 
+    @property
+    def interrupted(self) -> bool:
+        """It was stopped (Ctrl-C, SIGINT): its traceback ends with a bare `KeyboardInterrupt`, or
+        its exit status says SIGINT."""
+        return self.exit_code == -2 or (self.error is not None and self.error.text.strip() == "KeyboardInterrupt")
+
 
 @dataclass(slots=True)
 class Parent:

@@ -653,7 +653,7 @@ class Reducer:
         if gl.TRACEBACK in text:    # also mid-line, after a tqdm segment
             c.traceback, c.error = ev, None
             self.changes.run = True
-        elif c.traceback is not None and gl.EXC_LINE_RE.match(text):
+        elif c.traceback is not None and (gl.EXC_LINE_RE.match(text) or gl.INTERRUPT_RE.match(text)):
             c.error = ev
             self.changes.run = True
         elif c.traceback is None and c.error is None and gl.CLI_ERROR_RE.match(text):

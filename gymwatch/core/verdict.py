@@ -97,7 +97,7 @@ def verdict(state: RunState) -> Verdict:
         return _collecting(state, records)
     c_ = state.collector
     if not c_.finished and not state.aggregate_written:
-        if c_.traceback is not None or c_.error is not None:
+        if (c_.traceback is not None or c_.error is not None) and not c_.interrupted:
             return _aborted(state)
         return _incomplete(state)
     missing = c[T_MISSING]
@@ -367,14 +367,16 @@ def _incomplete(state: RunState) -> Verdict:
     n = sum(1 for t in state.trials.values() if t.status == T_MISSING)
     quiet = quiet_words(state) if c.alive is None and c.error is None else ""
     shut = attribution.cut_short_by(state)
-    if shut is not None:
+    if c.interrupted:
+        ended = " (it was interrupted: Ctrl-C, or SIGINT)"
+    elif shut is not None:
         ended = " (gym env start shut its servers down before the collection finished)"
     else:
         ended = f" ({quiet})" if quiet else _exit_words(c.exit_code)
     why = (f"the collector ended without `Finished rollout collection!`{ended}; "
            f"{n} trials missing" if not c.finished else f"collection finished but {n} expected trials have no row")
     related = [e for e in (c.last_line if shut else None, attribution.agent_log_evidence(state)) if e]
-    evidence = shut or c.last_line or c.error
+    evidence = (c.error if c.interrupted else None) or shut or c.last_line or c.error
     trouble = attribution.connection_trouble(state) if not c.finished else None
     if trouble is not None:      # what stalled it: the collection waited on a connection that never came
         why += f"; before that, {attribution.retry_words(state, *trouble)}"
