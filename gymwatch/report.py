@@ -12,7 +12,7 @@ from pydantic_core import to_json as to_json_bytes
 from . import __version__
 from .core import attempts, attribution, gymversion, health
 from .core.model import (
-    FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
+    EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, EndpointWait,
     Evidence, GymHealth, Retrying, RunState, Server, Trial,
 )
@@ -232,7 +232,8 @@ def _servers_text(state: RunState) -> list[str]:
         extra = f" in {ttr:.1f}s" if ttr is not None else ""
         port = f" :{s.port}" if s.port else ""
         errs = f", {s.error_count} error line(s)" if s.error_count else ""
-        phase = f" ({clean(s.phase)})" if s.phase and s.state in (PENDING, INSTALLING, STARTING) else ""
+        unready = s.state in (PENDING, INSTALLING, STARTING) or s.state == EXITED and not s.became_ready
+        phase = f" ({clean(s.phase)})" if s.phase and unready else ""
         out.append(f"  {s.name:<{width}}  {s.state:<10} {s.kind}{port}{extra}{errs}{phase}")
         if s.state == FAILED:
             out.append(f"  {'':<{width}}  why: {clean(s.failure_reason)}")

@@ -371,6 +371,46 @@ def test_silent_death_after_uvs_package_list(tmp_path):
     assert "Installed 3 packages" in agent["failure_reason"]
 
 
+def test_servers_gym_stopped_mid_install_are_stopped_not_silent_deaths(tmp_path):
+    """0.7 stops every server after a failed start (and any version on Ctrl-C): one still at its
+    install step ends there, stopped by Gym, not dead of the 0.4-0.6 pipefail bug."""
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "Waiting for servers to spin up",
+              "0 / 3 servers ready. Waiting for servers to spin up: ['env', 'agent', 'model']")
+    run.server_log("env", "Traceback (most recent call last):", "ImportError: no module named x")
+    run.server_log("agent", "Using Python 3.13.15 environment at: /w/responses_api_agents/simple_agent/.venv",
+                   "Checked 3 packages in 57ms")
+    run.server_log("model", "Creating virtual environment at: /w/responses_api_models/openai_model/.venv",
+                   "Resolved 3 packages in 10ms", "Installed 3 packages in 5ms", " + aiohttp==3.13.0")
+    run.lines("gym_env_start.stdout.log", "Sending interrupt signals to servers...", "Waiting for processes to finish...",
+              "NeMo Gym finished!")
+    run.lines("gym_env_start.stderr.log", "Traceback (most recent call last):",
+              "RuntimeError: Process `env` finished unexpectedly!")
+    data, _ = report(tmp_path)
+    servers = {s["name"]: (s["state"], s["phase"], s["silent_death"]) for s in data["servers"]}
+    assert servers["env"][0] == "failed"
+    assert servers["agent"] == servers["model"] == ("exited", "stopped by Gym before it was ready", False)
+    assert data["verdict"] == "startup_failed" and data["reason"].startswith("server env failed: ImportError")
+
+
+@pytest.mark.parametrize("where", ["gym_env_start.stderr.log", "gym_eval_run.stderr.log"])
+def test_only_gym_env_starts_own_keyboard_interrupt_is_an_interrupted_start(tmp_path, where):
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "Waiting for servers to spin up",
+              "0 / 1 servers ready. Waiting for servers to spin up: ['env']")
+    run.server_log("env", "Creating virtual environment at: /w/resources_servers/env/.venv")
+    run.lines(where, "Traceback (most recent call last):", '  File "env.py", line 698, in wait_for_spinup',
+              "KeyboardInterrupt")
+    data, _ = report(tmp_path)
+    if where.startswith("gym_env_start"):
+        assert (data["verdict"], data["evidence"]["line"]) == ("incomplete", 3)
+        assert data["reason"] == ("gym env start was interrupted (Ctrl-C, or SIGINT) before every server was "
+                                  "ready (still waiting for env)")
+    else:
+        assert data["reason"].startswith("the collector ended without `Finished rollout collection!` (it was "
+                                         "interrupted")       # the collector's own, not gym env start's
+
+
 def test_model_retry_stop_is_an_error_line():
     from gymwatch.core.markers import find_marker
     assert find_marker("(policy_model) [model_retry_stop url=http://x/v1 status=401 error_msg=denied]") == "model_retry"

@@ -101,3 +101,17 @@ def test_a_collector_stopped_by_ctrl_c_is_incomplete_not_aborted(tmp_path):
     assert rep["evidence"]["text"] == "KeyboardInterrupt" and rep["evidence"]["file"] == "gym_eval_run.stderr.log"
     missing = [t for t in rep["trials"] if t["status"] == "missing"]
     assert len(missing) == 6 and {t["cause"]["text"] for t in missing} == {"KeyboardInterrupt"}
+
+
+def test_a_start_stopped_by_ctrl_c_is_incomplete_and_its_servers_stopped_not_dead(tmp_path):
+    """Each server's output ends at its venv step, as the 0.4-0.6 silent death does; but Gym said it
+    was stopping them (`Sending interrupt signals to servers...`): stopped, not dead, and no failure."""
+    rep, code = json_report(as_recorded("g070_start_interrupted", tmp_path))
+    assert (rep["verdict"], code) == ("incomplete", 1)
+    assert rep["reason"] == ("gym env start was interrupted (Ctrl-C, or SIGINT) before every server was ready (still "
+                             "waiting for mcqa, mcqa_simple_agent, mcqa_environment_server, policy_model); it "
+                             "stopped its servers")
+    assert rep["evidence"]["text"] == "KeyboardInterrupt" and rep["evidence"]["file"] == "gym_env_start.stderr.log"
+    assert [e["text"] for e in rep["related"]][1] == "Sending interrupt signals to servers..."
+    assert {(s["state"], s["phase"], s["silent_death"]) for s in rep["servers"]} == {
+        ("exited", "stopped by Gym before it was ready", False)}

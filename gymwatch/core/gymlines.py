@@ -24,6 +24,11 @@ ALL_READY_RE = re.compile(r"All (\d+) / (\d+) servers ready")
 DIED_RE = re.compile(r"Process `([^`]+)` finished unexpectedly!")
 TIMEOUT_RE = re.compile(r"Timed out after (\d+(?:\.\d+)?(?:e\+?\d+)?)s waiting for Gym servers to become ready: ?(.*)")
 FINISHED_RE = re.compile(r"NeMo Gym finished!")
+# The last line of the traceback of a process stopped by Ctrl-C (SIGINT): no message, no colon.
+INTERRUPT_RE = re.compile(r"^KeyboardInterrupt\s*$")
+# RunHelper.shutdown's first line (every version): gym env start stops its servers (on Ctrl-C, or after a
+# failed start from 0.7). A server still starting then ends wherever it was: stopped, not dead.
+SHUTDOWN_BEGIN_RE = re.compile(r"^Sending interrupt signals to servers\.\.\.")
 BANNER_RE = re.compile(r"^\[(\d+)\] (\S+) \(([\w\-]+)/([^)]*)\)\s*$")
 BANNER_FIELD_RE = re.compile(r"^\s*'(host|port|pid|url|process_name|server_type)': '?([^',]*)'?,?\s*$")
 HEAD_RE = re.compile(r"Uvicorn running on (https?://[^\s:/]+:(\d+))")
@@ -91,8 +96,6 @@ STOPPING_RE = re.compile(r"INFO:\s+Shutting down\s*$|Waiting for application shu
                          r"Finished server process")
 # The last line of a traceback a shutdown prints (an interrupt, a cancelled task, an exit).
 SHUTDOWN_EXC_RE = re.compile(r"^(?:[\w.]+\.)?(?:KeyboardInterrupt|CancelledError|SystemExit)\b(?::.*)?$")
-# The last line of the traceback of a process stopped by Ctrl-C (SIGINT): no message, no colon.
-INTERRUPT_RE = re.compile(r"^KeyboardInterrupt\s*$")
 RUN_500_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" 5\d\d")
 RUN_ACCESS_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" \d{3}")     # an agent's access log (Gym 0.4-0.5)
 MODEL_RETRY_RE = re.compile(r"\[model_retry(?:_stop)? ")
@@ -197,8 +200,8 @@ def endpoint_urls(text: str) -> list[str]:
 # Any line gym env start prints that `_parent_patterns` acts on: one search rejects the rest.
 PARENT_PATTERNS = (PENDING_RE, ALL_READY_RE, DIED_RE, TIMEOUT_RE, FINISHED_RE, HEAD_RE, SPINUP_RE, HEAD_WAIT_RE,
                    LAUNCH_RE, ENDPOINT_WAIT_RE, ENDPOINT_LIMIT_RE, ENDPOINT_STILL_RE, ENDPOINT_OK_RE,
-                   ENDPOINT_FAILED_RE, ENDPOINT_UNRESOLVED_RE, VENV_LOCK_RE, HEAD_DOWN_RE,
-                   re.compile(r"Traceback \(most recent call last\):"))
+                   ENDPOINT_FAILED_RE, ENDPOINT_UNRESOLVED_RE, VENV_LOCK_RE, HEAD_DOWN_RE, SHUTDOWN_BEGIN_RE,
+                   INTERRUPT_RE, re.compile(r"Traceback \(most recent call last\):"))
 PARENT_ANY_RE = re.compile("|".join(p.pattern for p in PARENT_PATTERNS))
 # Literals one of which every match of PARENT_ANY_RE holds (tests/test_parsers.py generates matches
 # of each pattern to check it): one search for them (~0.7 us a line) turns away most lines of Gym's
@@ -206,7 +209,8 @@ PARENT_ANY_RE = re.compile("|".join(p.pattern for p in PARENT_PATTERNS))
 # at every position): ~0.7 ms of a summary of a run whose whole `gym env start` output is read.
 PARENT_KEYWORDS = ("servers ready", "finished unexpectedly!", "Timed out after ", "NeMo Gym finished!",
                    "Uvicorn running on http", "Waiting for ", "Starting `", "Waiting up to ", "still waiting, ",
-                   "model endpoint", "Model endpoint ", "Head server is not up yet", "Traceback (most recent call last):")
+                   "model endpoint", "Model endpoint ", "Head server is not up yet", "Traceback (most recent call last):",
+                   "Sending interrupt signals to servers", "KeyboardInterrupt")
 PARENT_KEY_RE = re.compile("|".join(re.escape(k) for k in PARENT_KEYWORDS))
 
 

@@ -243,6 +243,8 @@ class Parent:
     traceback: Optional[Evidence] = None
     error: Optional[Evidence] = None             # its own first error line before all were ready
     finished: Optional[Evidence] = None          # NeMo Gym finished!
+    stopping: Optional[Evidence] = None          # `Sending interrupt signals to servers...`: it stops them
+    interrupt: Optional[Evidence] = None         # its traceback's bare `KeyboardInterrupt`: Ctrl-C, SIGINT
     last_lines: dict[str, Evidence] = field(default_factory=dict)   # per captured stream
     head_url: Optional[str] = None
     head_failed: Optional[Evidence] = None       # its head server could not bind its port

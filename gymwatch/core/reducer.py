@@ -29,6 +29,7 @@ from .verdict import collector_ended, parent_gave_up, timed_out_reason
 MAX_KEPT_MALFORMED = 200
 CANON_MAX = 4096            # distinct values rollout_items keeps one object of
 LEFT_STARTING = "not up when gym env start ended: nothing waits for it any more"
+STOPPED_STARTING = "stopped by Gym before it was ready"
 
 
 @dataclass(slots=True)
@@ -90,12 +91,16 @@ class Reducer:
                     self._conclude(s, now, timed_out_reason(st, s), timed_out=True)
         if parent_gave_up(st):
             for s in st.servers.values():
+                # Output ending at the install step is a death of its own (the 0.4-0.6 pipefail bug)
+                # unless Gym stopped its servers: then that is simply where it was stopped.
                 if not (s.became_ready or s.state == FAILED) and (
-                        s.failure is not None or self.trackers[s.name].ended_at_install):
+                        s.failure is not None or self.trackers[s.name].ended_at_install and p.stopping is None):
                     self._conclude(s, now, "died during startup")
                 elif not (s.became_ready or s.state in (FAILED, EXITED)):
-                    # no death of its own: its process may still run, with nothing waiting for it
-                    self._conclude(s, now, phase=LEFT_STARTING)
+                    if p.stopping is not None:
+                        self._conclude(s, now, phase=STOPPED_STARTING, state=EXITED)
+                    else:   # no death of its own: its process may still run, with nothing waiting for it
+                        self._conclude(s, now, phase=LEFT_STARTING)
         if p.finished is not None:
             for s in st.servers.values():
                 if s.state == READY:
@@ -440,6 +445,12 @@ class Reducer:
             self._sign("spinup_limit", ev)
         elif gl.FINISHED_RE.search(text):
             p.finished = ev
+        elif gl.SHUTDOWN_BEGIN_RE.match(text):
+            p.stopping = p.stopping or ev
+        elif gl.INTERRUPT_RE.match(text):
+            if p.traceback is None or p.traceback.file != ev.file or self._collecting(role):
+                return False
+            p.interrupt = ev
         elif gl.TRACEBACK in text and not self._collecting(role):
             p.traceback = p.traceback or ev
         else:

@@ -87,7 +87,10 @@ def verdict(state: RunState) -> Verdict:
             return _endpoints_failed(state)
         if state.parent.head_failed is not None and state.parent.all_ready is None:
             return _head_failed(state)
-        if parent_gave_up(state) or any(s.state == FAILED for s in state.servers.values()):
+        failed = any(s.state == FAILED for s in state.servers.values())
+        if state.parent.interrupt is not None and not failed:
+            return _interrupted_start(state)
+        if parent_gave_up(state) or failed:
             return _startup_failed(state)
         if state.parent.all_ready and parent_ended(state):
             return Verdict(V_INCOMPLETE, "every server was ready, but gym env start ended before any "
@@ -212,6 +215,23 @@ def starting_evidence(state: RunState) -> Optional[Evidence]:
     if p.all_ready is not None:
         return (p.endpoints.waiting if p.endpoints.pending else None) or p.all_ready
     return p.wait_line
+
+
+def _interrupted_start(state: RunState) -> Verdict:
+    """gym env start was stopped by Ctrl-C (SIGINT) before any collection: the user's stop, not a
+    failure. Servers it was still waiting for were stopped wherever they were (installing, starting)."""
+    p = state.parent
+    if p.all_ready is not None:
+        why = "gym env start was interrupted (Ctrl-C, or SIGINT) after every server was ready, before any collection"
+    else:
+        waiting = still_waiting(state)
+        why = "gym env start was interrupted (Ctrl-C, or SIGINT) before every server was ready"
+        if waiting:
+            why += f" (still waiting for {', '.join(waiting)})"
+    if p.stopping is not None:
+        why += "; it stopped its servers"
+    related = [e for e in (p.wait_line, p.stopping) if e is not None]
+    return Verdict(V_INCOMPLETE, why, p.interrupt, related, EXIT_TRIALS)
 
 
 def _no_agent_ran(state: RunState) -> Verdict:
