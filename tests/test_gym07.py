@@ -393,6 +393,35 @@ def test_servers_gym_stopped_mid_install_are_stopped_not_silent_deaths(tmp_path)
     assert data["verdict"] == "startup_failed" and data["reason"].startswith("server env failed: ImportError")
 
 
+def test_no_silent_death_claimed_without_the_servers_own_log(tmp_path):
+    """The pipefail bug needs +nemo_gym_log_dir, which gives each server its own log: output that
+    ends at the install step in Gym's captured streams only is a death, not that bug."""
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 1 servers ready. Waiting for servers to spin up: ['agent']",
+              "(agent) Creating virtual environment at: /w/responses_api_agents/simple_agent/.venv",
+              "(agent) Resolved 3 packages in 10ms", "(agent) Installed 3 packages in 5ms", "(agent)  + yarl==1.25.1")
+    run.lines("gym_env_start.stderr.log", "Traceback (most recent call last):",
+              "RuntimeError: Process `agent` finished unexpectedly!")
+    data, _ = report(tmp_path)
+    agent = next(s for s in data["servers"] if s["name"] == "agent")
+    assert agent["state"] == "failed" and not agent["silent_death"]
+    assert agent["failure_reason"] == "Gym: RuntimeError: Process `agent` finished unexpectedly!"
+
+
+def test_ctrl_c_without_gyms_shutdown_leaves_installing_servers_not_dead(tmp_path):
+    """0.4-0.6 do not stop their servers when the wait is interrupted: a server's log ending at its
+    install step is where it was, not a death."""
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 1 servers ready. Waiting for servers to spin up: ['agent']")
+    run.server_log("agent", "Creating virtual environment at: /w/responses_api_agents/simple_agent/.venv",
+                   "Resolved 3 packages in 10ms", "Installed 3 packages in 5ms", " + yarl==1.25.1")
+    run.lines("gym_env_start.stderr.log", "Traceback (most recent call last):", "KeyboardInterrupt")
+    data, _ = report(tmp_path)
+    agent = next(s for s in data["servers"] if s["name"] == "agent")
+    assert agent["state"] != "failed" and not agent["silent_death"]
+    assert data["verdict"] == "incomplete" and data["reason"].startswith("gym env start was interrupted")
+
+
 @pytest.mark.parametrize("where", ["gym_env_start.stderr.log", "gym_eval_run.stderr.log"])
 def test_only_gym_env_starts_own_keyboard_interrupt_is_an_interrupted_start(tmp_path, where):
     run = Run(tmp_path)

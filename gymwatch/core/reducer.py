@@ -92,9 +92,10 @@ class Reducer:
         if parent_gave_up(st):
             for s in st.servers.values():
                 # Output ending at the install step is a death of its own (the 0.4-0.6 pipefail bug)
-                # unless Gym stopped its servers: then that is simply where it was stopped.
+                # unless Gym stopped its servers, or was stopped itself: then that is where it was.
                 if not (s.became_ready or s.state == FAILED) and (
-                        s.failure is not None or self.trackers[s.name].ended_at_install and p.stopping is None):
+                        s.failure is not None or self.trackers[s.name].ended_at_install and p.stopping is None
+                        and p.interrupt is None):
                     self._conclude(s, now, "died during startup")
                 elif not (s.became_ready or s.state in (FAILED, EXITED)):
                     if p.stopping is not None:

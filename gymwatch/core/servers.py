@@ -272,7 +272,9 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, ti
         server.failure = block[0]
         body = _body(block[1] or block[0])
         server.failure_reason = f"{why}; its last error: {body}" if timed_out else body
-    elif not timed_out and tracker.ended_at_install:
+    elif not timed_out and tracker.ended_at_install and server.log_file is not None:
+        # (the bug needs +nemo_gym_log_dir, which gives the server its own log: without one, the
+        # install step ran without pipefail and its end says nothing of why it stopped)
         server.silent_death = True
         server.failure = tracker.installed_at
         assert tracker.installed_at is not None   # ended_at_install says so
