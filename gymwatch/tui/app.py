@@ -182,6 +182,7 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
                                       self.live.catching_up()) if x)
         line1 = summary_text(self.live.root.name, state, v, elapsed, self.live.done_total(), rate, eta)
         self.summary.show(line1, reason_text(state, v, self.live.waiting, mode))
+        self.board.tell(v.reason if v is not None else "")
 
     def _verdict_changed(self, v) -> None:
         """A live run that turns bad says so once (the summary line stays)."""

@@ -32,6 +32,7 @@ FLEX = ("why", "last")              # columns cut to the width they get (the oth
 SHORT_LABELS = {"why": ("Phase / why not ready", "Phase / why", "Phase"), "last": ("Last line", "Last")}
 WHY_WIDTH = 400                     # a phase or reason, whitespace folded; the row cuts it, the line under the board does not
 LAST_WIDTH = 90
+WHY_AT = [key for key, _ in COLUMNS].index("why")
 DETAIL_MAX = 4                      # lines kept for the line under the board (more only when the selected one needs them)
 SLOW_FACTOR, SLOW_MIN = 3.0, 60.0   # waiting > 3x the slowest ready sibling, and > 1 min
 LIMIT_WARN = 0.75                   # share of Gym's spin-up limit used that flags a waiting server
@@ -96,6 +97,7 @@ class ReadinessBoard(DataTable):
         self.cut: set[str] = set()          # servers whose row cuts their name or phase
         self._built: tuple = ()             # (columns, widths, wrap) the rows were added with
         self._posted: tuple = ()
+        self._told = ""                     # what the screen says above the board (the verdict's reason)
 
     def on_mount(self) -> None:
         self._title("Servers")
@@ -181,11 +183,30 @@ class ReadinessBoard(DataTable):
         if here:
             self.select(here)
 
+    def tell(self, told: str) -> None:
+        """What the screen shows above the board (the verdict's reason): a cut phase it holds whole
+        is not shown again under the board (on 80x24 the trials had no row left)."""
+        told = " ".join(told.split())
+        if told != self._told:
+            self._told = told
+            self._post_detail()
+
+    def _said(self, name: str) -> bool:
+        """The server's cut phase is in what the screen already says of it (its name too): its words
+        after its state's."""
+        cells = self._cells.get(name)
+        if cells is None:
+            return False
+        why = " ".join(cells[WHY_AT].plain.split("; ", 1)[-1].split())
+        return len(why) > 12 and why in self._told and name in self._told
+
     def detail(self, name: Optional[str] = None) -> Optional[Text]:
         """Server `name`'s (the selected one's) name, state and phase whole, when a row cuts
-        a name or a phase; else None (every row shows them all)."""
+        a name or a phase the screen does not show whole already; else None."""
         name = name or self.server_at_cursor()
-        return self._details.get(name) if self.cut and name is not None else None
+        if not self.cut or name is None or self._said(name):
+            return None
+        return self._details.get(name)
 
     def _post_detail(self) -> None:
         """Tell the pane what to show under the board, when that changed: the selected server
@@ -193,11 +214,11 @@ class ReadinessBoard(DataTable):
         does not jump as the cursor moves."""
         width = max(1, self.size.width - 2)      # the line's padding
         console = self.app.console
-        lines = max((len(self._details[n].wrap(console, width)) for n in self.cut if n in self._details),
-                    default=0)
+        cut = [n for n in self.cut if n in self._details and not self._said(n)]
+        lines = max((len(self._details[n].wrap(console, width)) for n in cut), default=0)
         text = self.detail()
         need = len(text.wrap(console, width)) if text is not None else 0
-        lines = max(min(lines, DETAIL_MAX), need) if self.cut else 0
+        lines = max(min(lines, DETAIL_MAX), need) if cut else 0
         key = (text.markup if text is not None else None, lines)
         if key != self._posted:
             self._posted = key
