@@ -10,7 +10,7 @@
 - The readiness board does the same (`fit_board`): its Server column as wide as the longest name
   (capped when room is short), the phase next, then the columns that help least go; it is as tall
   as its rows where the screen allows (`board_rows`), and the selected server's name and phase are
-  shown whole under it when its row cuts them.
+  shown whole under it when its row cuts them (unless the summary above already says them whole).
 - `z` maximizes the focused pane (again, or escape, restores): the board then fills the screen
   with its phases wrapped whole in their rows; `w` wraps long log lines.
 - The footer shows the few global keys first, then the focused pane's own (`MainScreen`).
