@@ -190,9 +190,16 @@ def test_any_one_captured_stream_read_first_gives_the_same_model(tmp_path, src):
 
 def without_last_lines(data: dict) -> dict:
     """A server's last line is the last one to arrive: between two files with no timestamps, that
-    is the order they are read in, and rightly so; so are the related lines that are one."""
+    is the order they are read in, and rightly so; so are the related lines and trial causes that
+    are one."""
     lasts = [s.pop("last_line") for s in data["servers"]]
-    data["related"] = [e for e in data["related"] if not any(last and e["text"].endswith(last) for last in lasts)]
+
+    def other(e) -> bool:
+        return not (e and any(last and e["text"].endswith(last) for last in lasts))
+    data["related"] = [e for e in data["related"] if other(e)]
+    for t in data["trials"]:         # a trial whose cause is its agent's last line (nothing else explains it)
+        t["cause_chain"] = [e for e in t["cause_chain"] if other(e)]
+        t["cause"] = t["cause"] if other(t["cause"]) else None
     return data
 
 

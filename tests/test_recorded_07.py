@@ -115,3 +115,14 @@ def test_a_start_stopped_by_ctrl_c_is_incomplete_and_its_servers_stopped_not_dea
     assert [e["text"] for e in rep["related"]][1] == "Sending interrupt signals to servers..."
     assert {(s["state"], s["phase"], s["silent_death"]) for s in rep["servers"]} == {
         ("exited", "stopped by Gym before it was ready", False)}
+
+
+def test_gym_env_start_stopped_mid_collection_is_the_story_not_the_500_it_caused(tmp_path):
+    """Ctrl-C in gym env start's terminal: it stops its servers, whose open /runs answer 500, and the
+    collector aborts. Nothing upstream explains the 500: the stop does."""
+    rep, code = json_report(as_recorded("g070_env_interrupted_mid_collection", tmp_path))
+    assert (rep["verdict"], code) == ("incomplete", 1)
+    assert rep["reason"] == ("gym env start shut its servers down while trials ran (it was stopped: Ctrl-C, or a "
+                             "signal); then the collector aborted: mcqa_environment_server answered 500 on /run")
+    assert rep["evidence"]["text"] == "Sending interrupt signals to servers..."
+    assert "ClientResponseError: 500" in rep["related"][0]["text"]

@@ -344,10 +344,21 @@ def _aborted(state: RunState) -> Verdict:
     dead = attribution.died_serving(state)
     if dead is not None:
         return _aborted_after_a_death(state, dead, ev, related, why)
+    if ev is c.error and related == [c.error] and _stopped_while_collecting(state):
+        return Verdict(V_INCOMPLETE, "gym env start shut its servers down while trials ran (it was stopped: "
+                       f"Ctrl-C, or a signal); then {why}", state.parent.stopping, related, EXIT_TRIALS)
     if ev in (c.error, c.traceback) and _all_failed(state):
         return _aborted_after_every_trial_failed(state, why)
     return Verdict(V_COLLECTION_ABORTED, why, ev or c.error or c.traceback,
                    [e for e in related if e is not None], EXIT_RUN)
+
+
+def _stopped_while_collecting(state: RunState) -> bool:
+    """gym env start began stopping its servers (`Sending interrupt signals to servers...`) with no
+    death named and no traceback of its own: it was stopped (Ctrl-C, a signal). Their open /runs
+    then answer 500: an abort that nothing upstream explains (abort_cause) follows from the stop."""
+    p = state.parent
+    return p.stopping is not None and p.died is None and p.traceback is None
 
 
 def _aborted_after_a_death(state: RunState, dead: Server, ev: Optional[Evidence], related: list,
