@@ -256,13 +256,13 @@ def fail(server: Server, tracker: ServerTracker, now: float | None, why: str, ti
          told: Evidence | None = None) -> None:
     """Mark a server failed, pointing at the last error block of its own output.
 
-    With no error text at all and output ending right after uv's install step (`Installed N
-    packages` and its list, or a warm venv's `Checked N packages`), it is the silent death of the
-    install step under `+nemo_gym_log_dir` (Gym 0.4-0.6: the install pipeline's `grep -v` exits 1
-    under pipefail; docs/gym-formats.md). `timed_out`: the
-    server was still running when Gym's spin-up limit ran out, so `why` says what it was doing
-    and the evidence is its last line (or its last error). `told`: the line of Gym's that named
-    it dead, the evidence for a server that died serving without a word of its own.
+    With no error text at all and its own log (`+nemo_gym_log_dir`) ending right after uv's install
+    step (`Installed N packages` and its list, or a warm venv's `Checked N packages`), it is the
+    silent death of the install step under that flag (Gym 0.4-0.6: the install pipeline's `grep -v`
+    exits 1 under pipefail; docs/gym-formats.md). `timed_out`: the server was still running when
+    Gym's spin-up limit ran out, so `why` says what it was doing and the evidence is its last line
+    (or its last error). `told`: the line of Gym's that named it dead, the evidence for a server
+    that died after it was ready without a word of its own.
     """
     if server.state == FAILED and server.failure is not None:
         return
