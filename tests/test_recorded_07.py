@@ -1,6 +1,6 @@
-"""Real nemo-gym runs where something died while the trials ran (tests/fixtures/gym-0.7.0-recorded, and
-gym-0.4.0-recorded/model_endpoint_died): the report names what died or could not be reached, at the
-line that shows it."""
+"""Real nemo-gym runs where something died, hung or was stopped (tests/fixtures/gym-0.7.0-recorded, and
+gym-0.4.0-recorded/model_endpoint_died and start_interrupted): the report names what died, could not be
+reached or stopped it, at the line that shows it."""
 
 import os
 import shutil
@@ -126,3 +126,14 @@ def test_gym_env_start_stopped_mid_collection_is_the_story_not_the_500_it_caused
                              "signal); then the collector aborted: mcqa_environment_server answered 500 on /run")
     assert rep["evidence"]["text"] == "Sending interrupt signals to servers..."
     assert "ClientResponseError: 500" in rep["related"][0]["text"]
+
+
+def test_04_a_start_stopped_by_ctrl_c_leaves_its_servers_where_they_were(tmp_path):
+    """0.4.0 does not stop its servers on Ctrl-C: they are left installing, nothing waits for them."""
+    rep, code = json_report(as_recorded("start_interrupted", tmp_path, FIXTURES / "gym-0.4.0-recorded"))
+    assert (rep["verdict"], code) == ("incomplete", 1)
+    assert rep["reason"] == ("gym env start was interrupted (Ctrl-C, or SIGINT) before every server was ready (still "
+                             "waiting for mcqa, mcqa_simple_agent, policy_model)")
+    assert rep["evidence"]["text"] == "KeyboardInterrupt"
+    assert all(s["state"] != "failed" and not s["silent_death"] for s in rep["servers"])
+    assert {s["phase"] for s in rep["servers"]} == {"not up when gym env start ended: nothing waits for it any more"}
