@@ -113,6 +113,7 @@ def test_a_start_stopped_by_ctrl_c_is_incomplete_and_its_servers_stopped_not_dea
                              "stopped its servers")
     assert rep["evidence"]["text"] == "KeyboardInterrupt" and rep["evidence"]["file"] == "gym_env_start.stderr.log"
     assert [e["text"] for e in rep["related"]][1] == "Sending interrupt signals to servers..."
+    assert rep["parent"]["interrupt"] == rep["evidence"] and rep["parent"]["stopping"] == rep["related"][1]
     assert {(s["state"], s["phase"], s["silent_death"]) for s in rep["servers"]} == {
         ("exited", "stopped by Gym before it was ready", False)}
 
