@@ -103,8 +103,22 @@ def connection_trouble(state: RunState) -> Optional[tuple[str, Retrying]]:
     retries refused and dropped connections without end, so a dead model endpoint or server
     stalls the collection with no error anywhere but these lines. Only retries that no recorded
     trial came after (still_retrying)."""
+    return _longest(state, _retries(state))
+
+
+def server_trouble(state: RunState, s: Server) -> Optional[Retrying]:
+    """The connection server `s` retried longest without making it (still_retrying), if any."""
+    found = _longest(state, [(s.name, r) for r in s.retrying.values()])
+    return found[1] if found is not None else None
+
+
+def _retries(state: RunState) -> list[tuple[str, Retrying]]:
+    """Every process's connections it could not make, and who: the servers, then the collector."""
     found = [(s.name, r) for s in state.servers.values() for r in s.retrying.values()]
-    found += [("the collector", r) for r in state.collector.retrying.values()]
+    return found + [("the collector", r) for r in state.collector.retrying.values()]
+
+
+def _longest(state: RunState, found: list[tuple[str, Retrying]]) -> Optional[tuple[str, Retrying]]:
     found = [x for x in found if still_retrying(state, x[1])]
     return max(found, key=lambda x: (x[1].elapsed, x[1].failures or 0), default=None)
 
@@ -136,21 +150,19 @@ def died_serving(state: RunState) -> Optional[Server]:
 
 def retries_to(state: RunState, target: Server) -> list[Evidence]:
     """The last `[request_retry ...]` line of each process that could not connect to `target`."""
-    found = [r for s in state.servers.values() for r in s.retrying.values()]
-    found += list(state.collector.retrying.values())
-    out = []
-    for r in found:
-        m = _PORT_RE.match(r.url)
-        if m and server_for_port(state, int(m.group(1))) is target:
-            out.append(r.last)
-    return out
+    return [r.last for _, r in _retries(state) if _server_at(state, r.url) is target]
+
+
+def _server_at(state: RunState, url: str) -> Optional[Server]:
+    """The run's server a URL goes to, by its port."""
+    m = _PORT_RE.match(url)
+    return server_for_port(state, int(m.group(1))) if m else None
 
 
 def retry_target(state: RunState, who: str, url: str) -> str:
     """What a retried URL is: one of the run's servers (by its port), a model server's upstream
     (the model endpoint), or just the URL."""
-    m = _PORT_RE.match(url)
-    target = server_for_port(state, int(m.group(1))) if m else None
+    target = _server_at(state, url)
     if target is not None and target.name != who:
         return f"{target.name} ({url})"
     s = state.servers.get(who)

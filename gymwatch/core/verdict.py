@@ -5,7 +5,7 @@ what a finished or dead run means for its servers and trials is written by the r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 from . import attribution
 from . import gymlines as gl
@@ -321,8 +321,7 @@ def _some_failed(state: RunState, c: dict[str, int]) -> Verdict:
     why = f"{c[T_FAILED]} of {c[T_FAILED] + c[T_COMPLETED]} trials failed{what}; {c[T_COMPLETED]} completed"
     if cause is not None and cause not in own:
         why += f"; the first failure traces to {cause.file}"
-    return Verdict(V_SOME_FAILED, why, cause or (own[0] if own else None),
-                   [e for e in dict.fromkeys(own) if e is not cause], EXIT_TRIALS)
+    return Verdict(V_SOME_FAILED, why, cause or (own[0] if own else None), _related(own, cause), EXIT_TRIALS)
 
 
 def _failures(state: RunState) -> tuple[str, Optional[Evidence], list[Evidence]]:
@@ -371,7 +370,12 @@ def _aborted_after_a_death(state: RunState, dead: Server, ev: Optional[Evidence]
         ", without an error of its own (killed? out of memory?)" if silent else f": {dead.failure_reason}")
     lines = [*attribution.retries_to(state, dead), ev, *related, c.error, c.traceback]
     return Verdict(V_COLLECTION_ABORTED, f"{words}; then {why}", dead.failure or state.parent.died,
-                   [e for e in dict.fromkeys(lines) if e is not None and e is not dead.failure], EXIT_RUN)
+                   _related(lines, dead.failure), EXIT_RUN)
+
+
+def _related(lines: Sequence[Optional[Evidence]], evidence: Optional[Evidence] = None) -> list[Evidence]:
+    """The lines beside a verdict's evidence: each once, in order, without the evidence itself."""
+    return [e for e in dict.fromkeys(lines) if e is not None and e is not evidence]
 
 
 def _all_failed(state: RunState) -> bool:
@@ -389,8 +393,8 @@ def _aborted_after_every_trial_failed(state: RunState, died: str) -> Verdict:
     if cause is not None and cause not in own:
         why += f"; the first failure traces to {cause.where()}"
     why += f"; then {died}"
-    related = [e for e in dict.fromkeys([*own, c.error, c.traceback]) if e is not None and e is not cause]
-    return Verdict(V_COLLECTION_ABORTED, why, cause or (own[0] if own else c.error or c.traceback), related, EXIT_RUN)
+    return Verdict(V_COLLECTION_ABORTED, why, cause or (own[0] if own else c.error or c.traceback),
+                   _related([*own, c.error, c.traceback], cause), EXIT_RUN)
 
 
 def _incomplete(state: RunState) -> Verdict:
@@ -411,6 +415,6 @@ def _incomplete(state: RunState) -> Verdict:
     trouble = attribution.connection_trouble(state) if not c.finished else None
     if trouble is not None:      # what stalled it: the collection waited on a connection that never came
         why += f"; before that, {attribution.retry_words(state, *trouble)}"
-        related = [e for e in dict.fromkeys([evidence, *related]) if e is not None]
+        related = _related([evidence, *related])
         evidence = trouble[1].last
     return Verdict(V_INCOMPLETE, why, evidence, related, EXIT_TRIALS)

@@ -418,9 +418,8 @@ def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) 
     if s.state == FAILED:
         return plain(s.failure_reason or "failed", WHY_WIDTH, "red")
     if s.became_ready or s.state in (READY, EXITED):
-        retrying = [r for r in s.retrying.values() if attribution.still_retrying(state, r)]
-        if retrying:      # up, but waiting on a connection it cannot make: the run stalls here
-            r = max(retrying, key=lambda r: r.elapsed)
+        r = attribution.server_trouble(state, s)
+        if r is not None:      # up, but waiting on a connection it cannot make: the run stalls here
             return plain(f"{s.phase or s.state}; {attribution.retry_words(state, s.name, r, named=False)}",
                          WHY_WIDTH, "yellow")
         return plain(s.phase or s.state, WHY_WIDTH)
