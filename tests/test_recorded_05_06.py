@@ -25,6 +25,16 @@ def test_a_good_run_is_ok_on_three_servers(case, version):
     assert rep["info"]["gym_version"] == version and "uv's package list" in rep["info"]["gym_version_basis"]
 
 
+@pytest.mark.parametrize("case", ["g060_endpoint_never_answered", "g060_eval_input_not_found",
+                                  "g060_every_trial_failed", "g060_stopped_mid_collection"])
+def test_06_without_a_package_list_reads_as_06_from_its_quiet_servers(case):
+    """A server's `Disabling a uvicorn access logging` (0.6+) is in Gym's stdout, its ready line in
+    stderr: the sign counts whichever of the two files is read first."""
+    rep, _ = report(case)
+    assert rep["info"]["gym_version"] == "0.6"
+    assert "access logging turned off (gym_env_start.stdout.log:11)" in rep["info"]["gym_version_basis"]
+
+
 def test_gyms_health_check_beside_every_trial():
     rep, _ = report("g060_ok_health_files")
     assert {t["gym_health"]["verdict"] for t in rep["trials"]} == {"unobserved"}

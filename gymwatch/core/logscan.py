@@ -41,7 +41,7 @@ STEADY_KEYWORDS: dict[str, tuple[str, ...]] = {
     "VENV_LOCK_RE": ("Waiting for virtual environment setup",),
     "GYM_PACKAGE_RE": ("nemo-gym==",),
     "REQUEST_RETRY_RE": ("[request_retry ",),     # a connection it cannot make (Reducer._retrying)
-    # literal tests in Reducer._starting_signs: features that bound the Gym version
+    # literal tests in Reducer._output_signs: features that bound the Gym version
     "VERSION_SIGNS": ("aiohttp connection pool capacity", "Disabling a uvicorn access logging"),
 }
 ACCESS_KEYWORD = 'HTTP/1.1" '          # the first access-log line is a sign of the Gym version

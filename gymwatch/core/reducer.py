@@ -278,6 +278,7 @@ class Reducer:
             self.state.port_owner[s.port] = name
         if s.ready_evidence is None:
             self._starting_signs(s, body, ev)
+        self._output_signs(body, ev)
         if gl.REQUEST_RETRY in body and self._retrying(s.retrying, body, ev):
             self.changes.run = True
         if 'HTTP/1.1" ' in body:
@@ -299,9 +300,15 @@ class Reducer:
                 self._sign("venv_lock", ev)
         elif "nemo-gym==" in body and gl.GYM_PACKAGE_RE.match(body):
             self._sign("package", ev)
-        elif logscan.STEADY_KEYWORDS["VERSION_SIGNS"][0] in body:
+
+    def _output_signs(self, body: str, ev: Evidence) -> None:
+        """Features of any server line that bound the Gym version. Not only while the server
+        starts: with its stdout and stderr in two files, its ready line may be read before a
+        startup line printed earlier, and the sign must not depend on that order."""
+        pool, access_off = logscan.STEADY_KEYWORDS["VERSION_SIGNS"]
+        if pool in body:
             self._sign("pool_capacity", ev)
-        elif logscan.STEADY_KEYWORDS["VERSION_SIGNS"][1] in body:
+        elif access_off in body:
             self._sign("access_log_off", ev)
 
     # --- processes and file activity ------------------------------------------------------
