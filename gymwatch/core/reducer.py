@@ -289,8 +289,7 @@ class Reducer:
                 s.first_run = ev
 
     def _starting_signs(self, s: Server, body: str, ev: Evidence) -> None:
-        """A starting server's lines: the venv-lock wait (Gym 0.7), and features that bound the
-        Gym version (uv's package list names it exactly on a cold build)."""
+        """A starting server's lines: the venv-lock wait (Gym 0.7)."""
         if body.startswith("Waiting for virtual environment setup"):
             m = gl.VENV_LOCK_RE.match(body)
             if m:
@@ -298,15 +297,15 @@ class Reducer:
                 set_state(s, INSTALLING, self.clock(), lock_phase(self.state, s, m.group(1)))
                 self.trackers[s.name].lock_wait = True
                 self._sign("venv_lock", ev)
-        elif "nemo-gym==" in body and gl.GYM_PACKAGE_RE.match(body):
-            self._sign("package", ev)
 
     def _output_signs(self, body: str, ev: Evidence) -> None:
         """Features of any server line that bound the Gym version. Not only while the server
         starts: with its stdout and stderr in two files, its ready line may be read before a
         startup line printed earlier, and the sign must not depend on that order."""
         pool, access_off = logscan.STEADY_KEYWORDS["VERSION_SIGNS"]
-        if pool in body:
+        if "nemo-gym==" in body and gl.GYM_PACKAGE_RE.match(body):
+            self._sign("package", ev)
+        elif pool in body:
             self._sign("pool_capacity", ev)
         elif access_off in body:
             self._sign("access_log_off", ev)
