@@ -15,12 +15,13 @@ from gymwatch.browse import runs as runs_mod
 from gymwatch.browse import summary as summary_mod
 from gymwatch.browse.cache import SummaryCache, cache_dir
 from gymwatch.browse.runs import list_runs
-from gymwatch.browse.scan import find_runs, signature, walk
+from gymwatch.browse.scan import discover_found, find_runs, signature, walk
 from gymwatch.browse.workers import WorkerPool
 from gymwatch.browse.compare import CompareScreen, EvidenceScreen
 from gymwatch.browse.fmt import COLUMNS
 from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail, sort_value
 from gymwatch.cli import main
+from gymwatch.core.layout import discover
 from gymwatch.core.session import read_run
 from gymwatch.tui.card import TrialCard
 from gymwatch.core.verdict import counts, mean_reward, verdict
@@ -72,6 +73,49 @@ def test_walk_over_all_fixtures():
     names = {f.path.name for f, _ in find_runs([FIXTURES])}
     assert set(CASE_NAMES) | {"live_timeline"} <= names
     assert "gym_run" not in names and "logs" not in names          # never descends into a run
+
+
+def test_discovery_from_the_walks_listing_is_discovery_from_scratch():
+    """The walk hands discover() its listing of each run dir: the layouts are the same."""
+    found = list(walk([FIXTURES]))
+    assert len(found) > 20 and all(f.real for f in found)
+    for f in found:
+        assert discover_found(f) == discover(f.path), f.path
+
+
+def test_under_a_symlink_discovery_resolves_the_run_afresh(tmp_path):
+    shutil.copytree(CASES / "mixed_ok", tmp_path / "real" / "mixed_ok")
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    (f,) = walk([tmp_path / "link"])
+    assert not f.real and f.path == tmp_path / "link" / "mixed_ok"
+    assert discover_found(f).root == tmp_path / "real" / "mixed_ok"
+
+
+def test_discovery_lists_each_directory_once(tmp_path, monkeypatch):
+    """A run's shape is asked about a dozen times; each directory is listed once (on a network
+    filesystem every listing is a round trip)."""
+    shutil.copytree(CASES / "evaluator_bundle", tmp_path / "bundle")
+    shutil.copytree(CASES / "mixed_ok", tmp_path / "mixed_ok")
+    listed: list[str] = []
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    def scandir(path="."):
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    def listdir(path="."):
+        listed.append(os.fspath(path))
+        return real_listdir(path)
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "listdir", listdir)
+    for run in ("bundle", "mixed_ok"):
+        listed.clear()
+        discover(tmp_path / run)
+        assert listed and len(listed) == len(set(listed)), listed
+        (f,) = walk([tmp_path / run])
+        listed.clear()
+        discover_found(f)
+        assert str(tmp_path / run) not in listed       # the walk's own listing
 
 
 @pytest.mark.parametrize("case", sorted(p.name for p in CASES.iterdir() if p.is_dir()))
@@ -238,10 +282,10 @@ def test_a_dead_worker_is_made_up_for_in_process(tmp_path, pools, monkeypatch):
     alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
     real_map = WorkerPool.map
 
-    def map_after_a_death(self, items):
+    def map_after_a_death(self, items, found=None):
         self.procs[1].kill()
         self.procs[1].wait()
-        return real_map(self, items)
+        return real_map(self, items, found)
     monkeypatch.setattr(WorkerPool, "map", map_after_a_death)
     assert list_runs([root], SummaryCache(enabled=False), jobs=2) == alone
     assert pools[0].procs[1].returncode == -9

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 from ..core.procs import usable_cpus
 from .cache import SummaryCache
 from .procscan import ProcessSweep
-from .scan import signature, walk
+from .scan import Found, signature, walk
 from .summary import still_true
 from .workers import FORK_MAX_RUNS, BrokenPool, ForkPool, WorkerPool, can_fork, make
 
@@ -37,14 +37,14 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     workers = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
     pool = _pool(workers, sweep, len(cold))
     try:
-        made = pool.map([(str(found[i].path), sigs[i]) for i in cold]) if pool else None
+        made = pool.map([(str(found[i].path), sigs[i]) for i in cold], [found[i] for i in cold]) if pool else None
         out = []
         for i, (f, sig) in enumerate(zip(found, sigs)):
             if stop():
                 break
             summary = summaries[i]
             if summary is None:
-                summary, made = _next(made, f.path, sig, sweep)
+                summary, made = _next(made, f, sig, sweep)
                 if summary is None:
                     continue
                 cache.put(str(f.path), sig, summary)
@@ -75,7 +75,7 @@ def _pool(workers: int, sweep: Optional[ProcessSweep] = None, runs: int = 0) -> 
         return None
 
 
-def _next(made: Optional[Iterator], path, sig: list,
+def _next(made: Optional[Iterator], found: Found, sig: list,
           sweep: Optional[ProcessSweep] = None) -> tuple[Optional[dict], Optional[Iterator]]:
     """The next summary from the pool, or made here if there is no pool (any more)."""
     if made is not None:
@@ -83,7 +83,7 @@ def _next(made: Optional[Iterator], path, sig: list,
             return next(made), made
         except (BrokenPool, StopIteration):   # a worker died: go on here
             pass
-    return make(path, sig, sweep), None
+    return make(found.path, sig, sweep, found), None
 
 
 def default_jobs() -> int:

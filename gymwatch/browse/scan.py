@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Optional
 
 from ..core.layout import (
     BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, NotARun, RunLayout,
@@ -29,8 +29,10 @@ SIG_SUBDIRS = ("logs", "gym_run")       # their files are part of a run's cache 
 @dataclass(slots=True)
 class Found:
     path: Path
-    files: dict[str, os.DirEntry]       # the run dir's own entries, by name
+    files: dict[str, os.DirEntry]       # the run dir's own files, by name
     dirs: dict[str, str]                # its subdirectories: name -> path
+    entries: dict[str, os.DirEntry]     # all its entries, by name (discover() starts from them)
+    real: bool = False                  # `path` is resolved: no symlink on the way down to it
 
 
 def looks_like_run(files: dict[str, os.DirEntry], dirs: set[str]) -> bool:
@@ -50,9 +52,10 @@ def looks_like_run(files: dict[str, os.DirEntry], dirs: set[str]) -> bool:
 def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
     """Run candidates under `roots`, depth first, each directory visited once."""
     seen: set[tuple[int, int]] = set()
-    stack = [str(Path(r).expanduser().absolute()) for r in reversed(list(roots))]
+    # (dir, resolved?): a dir under a resolved root is resolved while no symlink is crossed
+    stack = [_root(r) for r in reversed(list(roots))]
     while stack:
-        d = stack.pop()
+        d, real = stack.pop()
         try:
             st = os.stat(d)
         except OSError:
@@ -60,21 +63,41 @@ def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
         if (st.st_dev, st.st_ino) in seen:
             continue
         seen.add((st.st_dev, st.st_ino))
-        files, dirs = _list(d)
+        entries: dict[str, os.DirEntry] = {}
+        files, dirs = _list(d, entries)
         if looks_like_run(files, set(dirs)):
-            yield Found(Path(d), files, dirs)
+            yield Found(Path(d), files, dirs, entries, real)
             continue
         if "pyvenv.cfg" in files:
             continue
-        stack.extend(dirs[n] for n in sorted(dirs, reverse=True) if _descend(n))
+        stack.extend((dirs[n], real and not _is_link(entries[n])) for n in sorted(dirs, reverse=True) if _descend(n))
 
 
-def _list(d: str | Path) -> tuple[dict[str, os.DirEntry], dict[str, str]]:
+def _root(r: str | os.PathLike) -> tuple[str, bool]:
+    """The root as given (made absolute), and whether that is already its resolved path."""
+    path = Path(r).expanduser().absolute()
+    try:
+        return str(path), path.resolve() == path
+    except (OSError, RuntimeError):
+        return str(path), False
+
+
+def _is_link(e: os.DirEntry) -> bool:
+    try:
+        return e.is_symlink()
+    except OSError:
+        return True
+
+
+def _list(d: str | Path, entries: Optional[dict[str, os.DirEntry]] = None
+          ) -> tuple[dict[str, os.DirEntry], dict[str, str]]:
     files: dict[str, os.DirEntry] = {}
     dirs: dict[str, str] = {}
     try:
         with os.scandir(d) as it:
             for e in it:
+                if entries is not None:
+                    entries[e.name] = e
                 try:
                     if e.is_dir():
                         dirs[e.name] = e.path
@@ -95,9 +118,15 @@ def find_runs(roots: Iterable[str | os.PathLike]) -> Iterator[tuple[Found, RunLa
     """Every run under `roots` that `discover()` recognises."""
     for found in walk(roots):
         try:
-            yield found, discover(found.path)
+            yield found, discover_found(found)
         except NotARun:
             continue
+
+
+def discover_found(found: Found) -> RunLayout:
+    """discover() of a run the walk found, from the walk's own listing of its dir when the walk's
+    path is a resolved one (else discover resolves it and lists afresh)."""
+    return discover(found.path, listed=found.entries) if found.real else discover(found.path)
 
 
 def signature(found: Found) -> list:

@@ -162,8 +162,11 @@ class SummarySession(RunSession):
 
     def server_logs(self) -> dict:
         if self._logs is None:
-            self._logs = self.layout.server_logs()
+            self._logs = super().server_logs()
         return self._logs
+
+    def run_streams(self) -> list:
+        return self.layout.streams      # a one-shot read: what discovery just found
 
     def _rediscover(self) -> bool:
         return False           # a one-shot read of a run just discovered

@@ -22,6 +22,7 @@ from typing import Any, Iterator, Optional
 from ..core.forkchild import fork_child
 from ..core.layout import NotARun, discover
 from .procscan import ProcessSweep
+from .scan import Found, discover_found
 from .summary import summarize
 
 
@@ -29,11 +30,12 @@ class BrokenPool(RuntimeError):
     """A worker died or answered nonsense; the caller makes the rest itself."""
 
 
-def make(path, sig: list, sweep: Optional[ProcessSweep] = None) -> Optional[dict[str, Any]]:
+def make(path, sig: list, sweep: Optional[ProcessSweep] = None,
+         found: Optional[Found] = None) -> Optional[dict[str, Any]]:
     """One run's summary, or None if it is not a run after all. `sweep`: the listing's look at
-    the process table (None: this run's own)."""
+    the process table (None: this run's own); `found`: the walk's look at the run's dir."""
     try:
-        layout = discover(path)
+        layout = discover_found(found) if found is not None else discover(path)
     except NotARun:
         return None
     return summarize(path, layout, sig, sweep or ProcessSweep())
@@ -55,8 +57,9 @@ class WorkerPool:
             self.close()
             raise BrokenPool(str(exc)) from exc
 
-    def map(self, items: list[tuple[str, list]]) -> Iterator[Optional[dict[str, Any]]]:
-        """Summaries of `items`, in order, as they come."""
+    def map(self, items: list[tuple[str, list]], found: Optional[list[Found]] = None
+            ) -> Iterator[Optional[dict[str, Any]]]:
+        """Summaries of `items`, in order, as they come (`found`: for ForkPool's sake)."""
         n = len(self.procs)
         for k, proc in enumerate(self.procs):
             lines = [json.dumps(items[i]) + "\n" for i in range(k, len(items), n)]
@@ -102,7 +105,10 @@ class ForkPool:
         self.pids: list[int] = []
         self.fds: list[int] = []
 
-    def map(self, items: list[tuple[str, list]]) -> Iterator[Optional[dict[str, Any]]]:
+    def map(self, items: list[tuple[str, list]], found: Optional[list[Found]] = None
+            ) -> Iterator[Optional[dict[str, Any]]]:
+        """Summaries of `items`, in order, as they come; `found`: the walk's look at each (the
+        workers inherit it)."""
         if len(items) > FORK_MAX_RUNS:        # (runs.py asks for no more)
             raise BrokenPool("too many runs for one queue")
         tr, tw = os.pipe()
@@ -110,12 +116,12 @@ class ForkPool:
         os.close(tw)                    # drained, the queue reads as closed: a worker stops
         try:
             for _ in range(self.n):
-                self._fork(items, tr)
+                self._fork(items, tr, found)
         finally:
             os.close(tr)
         yield from self._answers(len(items))
 
-    def _fork(self, items: list[tuple[str, list]], queue: int) -> None:
+    def _fork(self, items: list[tuple[str, list]], queue: int, found: Optional[list[Found]]) -> None:
         r, w = os.pipe()
 
         def work() -> None:
@@ -126,7 +132,8 @@ class ForkPool:
                 while len(took := os.read(queue, self.TAKE.size)) == self.TAKE.size:
                     i = self.TAKE.unpack(took)[0]
                     path, sig = items[i]
-                    out.write(f"{i} {json.dumps(make(path, sig, self.sweep))}\n")
+                    summary = make(path, sig, self.sweep, found[i] if found else None)
+                    out.write(f"{i} {json.dumps(summary)}\n")
         try:
             pid = fork_child(work)
         except OSError as exc:

@@ -32,6 +32,46 @@ class NotARun(Exception):
     """The path is not something gymwatch can read as a Gym run."""
 
 
+class Listings:
+    """Directory listings for one look at a run's shape: each directory is listed once, however
+    often its names are asked about (discovery asks about the run dir a dozen times; on a network
+    filesystem each listing or stat is a round trip). `seed`: listings a caller has just taken."""
+
+    __slots__ = ("_dirs",)
+
+    def __init__(self, seed: Optional[dict[str, dict[str, os.DirEntry]]] = None):
+        self._dirs: dict[str, Optional[dict[str, os.DirEntry]]] = dict(seed) if seed else {}
+
+    def entries(self, d: str | os.PathLike) -> dict[str, os.DirEntry]:
+        key = os.fspath(d)
+        if key not in self._dirs:
+            try:
+                with os.scandir(key) as it:
+                    self._dirs[key] = {e.name: e for e in it}
+            except OSError:
+                self._dirs[key] = None
+        return self._dirs[key] or {}
+
+    def listed(self, d: str | os.PathLike) -> bool:
+        """`d` could be listed (it is a readable directory)."""
+        self.entries(d)
+        return self._dirs[os.fspath(d)] is not None
+
+    def is_dir(self, d: str | os.PathLike, name: str) -> bool:
+        e = self.entries(d).get(name)
+        try:
+            return e is not None and e.is_dir()
+        except OSError:
+            return False
+
+    def is_file(self, d: str | os.PathLike, name: str) -> bool:
+        e = self.entries(d).get(name)
+        try:
+            return e is not None and e.is_file()
+        except OSError:
+            return False
+
+
 @dataclass(slots=True)
 class Stream:
     path: Path
@@ -110,11 +150,10 @@ def is_rollouts_name(name: str) -> bool:
     return not (stem.endswith(SIDE_FAILURES) or stem.endswith(SIDE_MATERIALIZED))
 
 
-def _find_rollouts(d: Path) -> Optional[Path]:
+def _find_rollouts(d: Path, ls: Listings) -> Optional[Path]:
     """The `<stem>.jsonl` in `d` that has Gym sidecars (or is plainly named rollouts*)."""
-    try:
-        names = set(os.listdir(d))
-    except OSError:
+    names = ls.entries(d).keys()
+    if not names:
         return None
     best = None
     for name in sorted(names):
@@ -133,13 +172,9 @@ def _find_rollouts(d: Path) -> Optional[Path]:
     return best
 
 
-def find_streams(d: Path) -> list[Stream]:
+def find_streams(d: Path, ls: Optional[Listings] = None) -> list[Stream]:
     out: list[Stream] = []
-    try:
-        names = sorted(os.listdir(d))
-    except OSError:
-        return out
-    for name in names:
+    for name in sorted((ls or Listings()).entries(d)):
         m = _STREAM_RE.match(name)
         if not m:
             continue
@@ -156,31 +191,38 @@ def find_streams(d: Path) -> list[Stream]:
     return out
 
 
-def run_streams(root: Path, rollouts: Optional[Path]) -> list[Stream]:
+def run_streams(root: Path, rollouts: Optional[Path], ls: Optional[Listings] = None) -> list[Stream]:
     """Gym's captured output of the run in `root`: its own, else the output beside its rollouts one
     level down. Never both: a copied run's config can name a path on this machine that holds
     another run."""
-    own = find_streams(root)
+    ls = ls or Listings()
+    own = find_streams(root, ls)
     if own or rollouts is None or rollouts.parent == root:
         return own
-    return find_streams(rollouts.parent)
+    return find_streams(rollouts.parent, ls)
 
 
-def find_hydra_dirs(d: Path, depth: int = 3) -> list[Path]:
+def find_hydra_dirs(d: Path, depth: int = 3, ls: Optional[Listings] = None) -> list[Path]:
+    ls = ls or Listings()
     found = []
-    if (d / ".hydra").is_dir():
+    if ls.is_dir(d, ".hydra"):
         found.append(d)
     if depth == 0:
         return found
-    try:
-        entries = [e for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return found
-    for entry in sorted(entries, key=lambda e: e.name):
-        if entry.name in (".venv", "venv", "__pycache__", ".git", "logs", ".hydra"):
+    entries = ls.entries(d)
+    for name in sorted(entries):
+        if name in (".venv", "venv", "__pycache__", ".git", "logs", ".hydra") or not _real_dir(entries[name]):
             continue
-        found.extend(find_hydra_dirs(Path(entry.path), depth - 1))
+        found.extend(find_hydra_dirs(d / name, depth - 1, ls))
     return found
+
+
+def _real_dir(e: os.DirEntry) -> bool:
+    """A directory, not a symlink to one."""
+    try:
+        return e.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _load_manifest(path: Path) -> dict:
@@ -193,8 +235,21 @@ def _load_manifest(path: Path) -> dict:
     return data
 
 
-def discover(path: str | os.PathLike, logs: Optional[str] = None) -> RunLayout:
-    """Work out what kind of run `path` is. Raises NotARun with a one-line reason."""
+def discover(path: str | os.PathLike, logs: Optional[str] = None,
+             listed: Optional[dict[str, os.DirEntry]] = None) -> RunLayout:
+    """Work out what kind of run `path` is. Raises NotARun with a one-line reason. `listed`: the
+    entries of `path`, a resolved directory the caller has just listed (the runs browser's walk)."""
+    if listed is not None:
+        p = Path(path)
+        layout = _from_dir(p, Listings({str(p): listed}))
+    else:
+        layout = _discover(path)
+    if logs:
+        layout.logs_dir = Path(logs).expanduser().resolve()
+    return layout
+
+
+def _discover(path: str | os.PathLike) -> RunLayout:
     p = Path(path).expanduser()
     try:
         p = p.resolve()
@@ -207,61 +262,56 @@ def discover(path: str | os.PathLike, logs: Optional[str] = None) -> RunLayout:
     elif not os.access(p, os.R_OK | os.X_OK):
         raise NotARun(f"{path}: permission denied")
     else:
-        layout = _from_dir(p)
-    if logs:
-        layout.logs_dir = Path(logs).expanduser().resolve()
+        layout = _from_dir(p, Listings())
     return layout
 
 
 def _from_file(p: Path) -> RunLayout:
     if p.name == MANIFEST_NAME:
-        return _from_dir(p.parent)
+        return _from_dir(p.parent, Listings())
     if not is_rollouts_name(p.name):
         raise NotARun(f"{p}: not a rollouts file (expected <stem>.jsonl beside Gym's sidecars)")
     layout = RunLayout(root=p.parent, kind="gym_dir", rollouts=p)
-    _fill_gym_dir(layout, p.parent)
+    _fill_gym_dir(layout, p.parent, Listings())
     return layout
 
 
-def _from_dir(d: Path) -> RunLayout:
-    if (d / MANIFEST_NAME).is_file():
-        return _launched(d)
-    if any((d / m).is_file() for m in BUNDLE_MARKERS) and (d / "gym_run").is_dir():
+def _from_dir(d: Path, ls: Listings) -> RunLayout:
+    if ls.is_file(d, MANIFEST_NAME):
+        return _launched(d, ls)
+    if any(ls.is_file(d, m) for m in BUNDLE_MARKERS) and ls.is_dir(d, "gym_run"):
         layout = RunLayout(root=d, kind="evaluator_bundle", bundle_meta=d / "metadata.json")
-        _fill_gym_dir(layout, d / "gym_run")
-        layout.hydra_dirs = find_hydra_dirs(d)
+        _fill_gym_dir(layout, d / "gym_run", ls)
+        layout.hydra_dirs = find_hydra_dirs(d, ls=ls)
         return layout
     layout = RunLayout(root=d, kind="gym_dir")
-    _fill_gym_dir(layout, d)
+    _fill_gym_dir(layout, d, ls)
     if layout.rollouts is None and not layout.streams and layout.logs_dir is None:
         raise NotARun(f"{d}: not a Gym run (no <stem>.jsonl with sidecars, no gym_* captured "
                       f"output, no logs/ dir, no {MANIFEST_NAME})")
     return layout
 
 
-def _fill_gym_dir(layout: RunLayout, d: Path) -> None:
+def _fill_gym_dir(layout: RunLayout, d: Path, ls: Listings) -> None:
     if layout.rollouts is None:
-        layout.rollouts = _find_rollouts(d)
+        layout.rollouts = _find_rollouts(d, ls)
     if layout.rollouts is None:
-        for sub in _subdirs(d):
-            layout.rollouts = _find_rollouts(sub)
+        for sub in _subdirs(d, ls):
+            layout.rollouts = _find_rollouts(sub, ls)
             if layout.rollouts is not None:
                 break
-    layout.streams = run_streams(d, layout.rollouts)
-    if (d / "logs").is_dir():
+    layout.streams = run_streams(d, layout.rollouts, ls)
+    if ls.is_dir(d, "logs"):
         layout.logs_dir = d / "logs"
-    layout.hydra_dirs = find_hydra_dirs(d)
+    layout.hydra_dirs = find_hydra_dirs(d, ls=ls)
     if layout.rollouts is None and layout.hydra_dirs:
         layout.rollouts = _output_from_hydra(layout.hydra_dirs)
 
 
-def _subdirs(d: Path) -> list[Path]:
-    try:
-        return sorted(Path(e.path) for e in os.scandir(d)
-                      if e.is_dir(follow_symlinks=False) and e.name not in _SKIP_DIRS
-                      and not e.name.startswith("."))
-    except OSError:
-        return []
+def _subdirs(d: Path, ls: Listings) -> list[Path]:
+    entries = ls.entries(d)
+    return [d / n for n in sorted(entries)
+            if n not in _SKIP_DIRS and not n.startswith(".") and _real_dir(entries[n])]
 
 
 def _output_from_hydra(dirs: list[Path]) -> Optional[Path]:
@@ -279,7 +329,7 @@ def _output_from_hydra(dirs: list[Path]) -> Optional[Path]:
     return None
 
 
-def _launched(d: Path) -> RunLayout:
+def _launched(d: Path, ls: Listings) -> RunLayout:
     manifest = _load_manifest(d / MANIFEST_NAME)
     layout = RunLayout(root=d, kind="launched", manifest=manifest)
     files = manifest["files"] if isinstance(manifest.get("files"), dict) else {}
@@ -297,7 +347,7 @@ def _launched(d: Path) -> RunLayout:
     offsets = manifest.get("log_offsets")
     if isinstance(offsets, dict):
         layout.log_offsets = {k: v for k, v in offsets.items() if isinstance(v, int)}
-    layout.hydra_dirs = find_hydra_dirs(d)
+    layout.hydra_dirs = find_hydra_dirs(d, ls=ls)
     if layout.rollouts is None:
-        layout.rollouts = _find_rollouts(d)
+        layout.rollouts = _find_rollouts(d, ls)
     return layout

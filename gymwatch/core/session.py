@@ -152,11 +152,21 @@ class RunSession:
             self._config_sig = sig
             self.reducer.run_info(read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest))
 
-    def _poll_files(self, final: bool) -> bool:
+    def server_logs(self) -> dict[str, Path]:
+        """The run's per-server logs now (a live run's logs/ dir may appear or grow)."""
         lay = self.layout
         if lay.logs_dir is None and (lay.root / "logs").is_dir() and lay.kind != "launched":
             lay.logs_dir = lay.root / "logs"
-        logs = lay.server_logs()
+        return lay.server_logs()
+
+    def run_streams(self) -> list[Stream]:
+        """Gym's captured output found in the run now (a launched run's are in its manifest)."""
+        lay = self.layout
+        return [] if lay.kind == "launched" else run_streams(lay.root, lay.rollouts)
+
+    def _poll_files(self, final: bool) -> bool:
+        lay = self.layout
+        logs = self.server_logs()
         if set(logs) & self.reducer.fed_from_merged:
             return True   # a server's own log appeared after its merged lines: read it afresh from there
         self.reducer.own_logs = set(logs)
@@ -165,9 +175,8 @@ class RunSession:
             reset |= self._read(path, final, lambda f, first, block, name=name:
                                 self.reducer.server_log_block(name, f, first, block),
                                 offset_key=name, blocks=True)
-        if lay.kind != "launched":
-            for s in run_streams(lay.root, lay.rollouts):
-                self._streams.setdefault(s.path, s)
+        for s in self.run_streams():
+            self._streams.setdefault(s.path, s)
         for stream in list(self._streams.values()):
             reset |= self._read(stream.path, final, lambda f, n, raw, role=stream.role:
                                 self.reducer.stream_line(role, f, n, decode(raw)))
