@@ -1,6 +1,7 @@
 """Unit tests of the line parsers, row parsers, redaction and layout discovery."""
 
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -190,6 +191,30 @@ def test_discover_any_stem_and_subdir(tmp_path):
     lay = discover(tmp_path)
     assert lay.rollouts == out / "evals.jsonl"
     assert lay.failures.name == "evals_failures.jsonl" and lay.aggregate.name == "evals_aggregate_metrics.json"
+
+
+def test_sidecars_follow_the_rollouts_when_they_change(tmp_path):
+    (tmp_path / "a.jsonl").write_text("")
+    (tmp_path / "a_materialized_inputs.jsonl").write_text("")
+    lay = discover(tmp_path)
+    assert lay.failures == tmp_path / "a_failures.jsonl" and lay.health_verdicts == tmp_path / "rollout_verdicts.jsonl"
+    lay.rollouts = tmp_path / "sub" / "b.jsonl"
+    assert lay.failures == tmp_path / "sub" / "b_failures.jsonl"
+    assert lay.health_summary == tmp_path / "sub" / "quality_summary.json"
+    lay.rollouts = None
+    assert lay.failures is None and lay.health_verdicts is None
+
+
+@given(parts=st.lists(st.sampled_from(["a", "b", ".hydra", "..", ".", "", "x.log", "logs"]), min_size=1, max_size=5))
+def test_evidence_paths_are_relpaths_inside_the_run(parts):
+    from pathlib import Path
+
+    from gymwatch.core.layout import RunLayout
+    lay = RunLayout(root=Path("/runs/r1"), kind="gym_dir")
+    for text in ("/runs/r1/" + "/".join(parts), "/runs/r10/" + "/".join(parts)):
+        want = os.path.relpath(text, "/runs/r1") if text.startswith("/runs/r1") else text
+        assert lay.rel(text) == want
+        assert lay.rel(Path(text)) == os.path.relpath(Path(text), "/runs/r1")
 
 
 def test_a_warm_venv_says_so_in_the_phase():

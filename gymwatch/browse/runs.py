@@ -6,6 +6,7 @@ import os
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from ..core.procs import usable_cpus
+from ..core.session import bulk_load
 from .cache import SummaryCache
 from .procscan import ProcessSweep
 from .scan import Found, signature, walk
@@ -28,10 +29,11 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     when that changed (summary.still_true): a process came or went, or the files fell quiet."""
     cache = cache if cache is not None else SummaryCache()
     sweep = ProcessSweep()            # the process table, read once and only if a run needs it
-    found = list(walk(roots))
-    sigs = [signature(f) for f in found]
-    summaries = [cache.get(str(f.path), s) for f, s in zip(found, sigs)]
-    summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
+    with bulk_load():                 # (a warm listing is mostly this: ~20 objects a run, kept)
+        found = list(walk(roots))
+        sigs = [signature(f) for f in found]
+        summaries = [cache.get(str(f.path), s) for f, s in zip(found, sigs)]
+        summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
     cold = [i for i, s in enumerate(summaries) if s is None]
     jobs = default_jobs() if jobs is None else jobs
     workers = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1

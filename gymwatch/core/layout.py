@@ -90,11 +90,21 @@ class RunLayout:
     manifest: Optional[dict] = None
     bundle_meta: Optional[Path] = None
     log_offsets: dict[str, int] = field(default_factory=dict)  # launched runs: where this run began
+    # files named after the rollouts, made once for the rollouts they were made from (asked for often)
+    _beside: dict[str, tuple[Path, Path]] = field(default_factory=dict, repr=False, compare=False)
 
     def sidecar(self, suffix: str, ext: str = ".jsonl") -> Optional[Path]:
-        if self.rollouts is None:
+        return self._named(self.rollouts.stem + suffix + ext) if self.rollouts is not None else None
+
+    def _named(self, name: str) -> Optional[Path]:
+        """`name` beside the rollouts."""
+        rollouts = self.rollouts
+        if rollouts is None:
             return None
-        return self.rollouts.with_name(self.rollouts.stem + suffix + ext)
+        made = self._beside.get(name)
+        if made is None or made[0] is not rollouts:
+            made = self._beside[name] = (rollouts, rollouts.with_name(name))
+        return made[1]
 
     @property
     def failures(self) -> Optional[Path]:
@@ -110,18 +120,21 @@ class RunLayout:
 
     @property
     def health_verdicts(self) -> Optional[Path]:
-        return self.rollouts.with_name(HEALTH_VERDICTS) if self.rollouts is not None else None
+        return self._named(HEALTH_VERDICTS)
 
     @property
     def health_summary(self) -> Optional[Path]:
-        return self.rollouts.with_name(HEALTH_SUMMARY) if self.rollouts is not None else None
+        return self._named(HEALTH_SUMMARY)
 
     def rel(self, path: Path | str) -> str:
         """A path as shown in evidence: relative to the run root when inside it."""
+        text, root = str(path), str(self.root)
+        if text.startswith(root + os.sep) and "/." not in text and "//" not in text and text[-1] != os.sep:
+            return text[len(root) + 1:]          # (what relpath says, without its cost)
         try:
-            return os.path.relpath(path, self.root) if str(path).startswith(str(self.root)) else str(path)
+            return os.path.relpath(path, self.root) if text.startswith(root) else text
         except ValueError:
-            return str(path)
+            return text
 
     def server_logs(self) -> dict[str, Path]:
         if self.logs_dir is None or not self.logs_dir.is_dir():

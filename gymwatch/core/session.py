@@ -494,16 +494,16 @@ def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True
     caller does nothing else meanwhile (no threads), so a forked child may read part of it."""
     session = RunSession.open(path, logs, check_processes=check_processes, helpers=helpers)
     session.refresh_processes()
-    with _bulk_load():
+    with bulk_load():
         session.poll(final=not session.is_live())
     return session
 
 
 @contextmanager
-def _bulk_load() -> Iterator[None]:
-    """No cyclic garbage collection while a whole run is read: the model is ~5 objects a trial,
-    none in a cycle, and collections over a growing heap of them took up to a third of a big
-    report's read."""
+def bulk_load() -> Iterator[None]:
+    """No cyclic garbage collection while many long-lived objects are made: a whole run's model
+    (~5 objects a trial, none in a cycle: collections over a growing heap of them took up to a
+    third of a big report's read), or the runs browser's cache of summaries."""
     was = gc.isenabled()
     gc.disable()
     try:
