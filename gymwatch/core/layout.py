@@ -58,16 +58,15 @@ class Listings:
         return self._dirs[os.fspath(d)] is not None
 
     def is_dir(self, d: str | os.PathLike, name: str) -> bool:
-        e = self.entries(d).get(name)
-        try:
-            return e is not None and e.is_dir()
-        except OSError:
-            return False
+        return self._is(d, name, os.DirEntry.is_dir)
 
     def is_file(self, d: str | os.PathLike, name: str) -> bool:
+        return self._is(d, name, os.DirEntry.is_file)
+
+    def _is(self, d: str | os.PathLike, name: str, test) -> bool:
         e = self.entries(d).get(name)
         try:
-            return e is not None and e.is_file()
+            return e is not None and test(e)
         except OSError:
             return False
 
