@@ -52,11 +52,6 @@ class Listings:
                 self._dirs[key] = None
         return self._dirs[key] or {}
 
-    def listed(self, d: str | os.PathLike) -> bool:
-        """`d` could be listed (it is a readable directory)."""
-        self.entries(d)
-        return self._dirs[os.fspath(d)] is not None
-
     def is_dir(self, d: str | os.PathLike, name: str) -> bool:
         return self._is(d, name, os.DirEntry.is_dir)
 
