@@ -13,11 +13,11 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Iterator
 
 from ..core.layout import (
     BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, NotARun, RunLayout,
-    discover,
+    discover, list_dir,
 )
 
 SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "_stub", "_driver"}
@@ -63,8 +63,8 @@ def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
         if (st.st_dev, st.st_ino) in seen:
             continue
         seen.add((st.st_dev, st.st_ino))
-        entries: dict[str, os.DirEntry] = {}
-        files, dirs = _list(d, entries)
+        entries = list_dir(d)
+        files, dirs = _split(entries)
         if looks_like_run(files, set(dirs)):
             yield Found(Path(d), files, dirs, entries, real)
             continue
@@ -89,24 +89,18 @@ def _is_link(e: os.DirEntry) -> bool:
         return True
 
 
-def _list(d: str | Path, entries: Optional[dict[str, os.DirEntry]] = None
-          ) -> tuple[dict[str, os.DirEntry], dict[str, str]]:
+def _split(entries: dict[str, os.DirEntry]) -> tuple[dict[str, os.DirEntry], dict[str, str]]:
+    """A listing's files (name -> entry) and subdirectories (name -> path)."""
     files: dict[str, os.DirEntry] = {}
     dirs: dict[str, str] = {}
-    try:
-        with os.scandir(d) as it:
-            for e in it:
-                if entries is not None:
-                    entries[e.name] = e
-                try:
-                    if e.is_dir():
-                        dirs[e.name] = e.path
-                    elif e.is_file():
-                        files[e.name] = e
-                except OSError:
-                    continue
-    except OSError:
-        pass
+    for name, e in entries.items():
+        try:
+            if e.is_dir():
+                dirs[name] = e.path
+            elif e.is_file():
+                files[name] = e
+        except OSError:
+            continue
     return files, dirs
 
 
@@ -137,7 +131,7 @@ def signature(found: Found) -> list:
     for sub in SIG_SUBDIRS:
         path = found.dirs.get(sub)
         if path is not None:
-            sig.extend(_entry_sig(sub + "/", e) for e in _list(path)[0].values())
+            sig.extend(_entry_sig(sub + "/", e) for e in _split(list_dir(path))[0].values())
     sig.sort()
     return sig
 

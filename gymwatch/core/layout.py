@@ -32,6 +32,15 @@ class NotARun(Exception):
     """The path is not something gymwatch can read as a Gym run."""
 
 
+def list_dir(d: str | os.PathLike[str]) -> dict[str, os.DirEntry]:
+    """A directory's entries by name ({} when it cannot be listed)."""
+    try:
+        with os.scandir(d) as it:
+            return {e.name: e for e in it}
+    except OSError:
+        return {}
+
+
 class Listings:
     """Directory listings for one look at a run's shape: each directory is listed once, however
     often its names are asked about (discovery asks about the run dir a dozen times; on a network
@@ -40,17 +49,14 @@ class Listings:
     __slots__ = ("_dirs",)
 
     def __init__(self, seed: Optional[dict[str, dict[str, os.DirEntry]]] = None):
-        self._dirs: dict[str, Optional[dict[str, os.DirEntry]]] = dict(seed) if seed else {}
+        self._dirs: dict[str, dict[str, os.DirEntry]] = dict(seed) if seed else {}
 
     def entries(self, d: str | os.PathLike) -> dict[str, os.DirEntry]:
         key = os.fspath(d)
-        if key not in self._dirs:
-            try:
-                with os.scandir(key) as it:
-                    self._dirs[key] = {e.name: e for e in it}
-            except OSError:
-                self._dirs[key] = None
-        return self._dirs[key] or {}
+        got = self._dirs.get(key)
+        if got is None:
+            got = self._dirs[key] = list_dir(key)
+        return got
 
     def is_dir(self, d: str | os.PathLike, name: str) -> bool:
         return self._is(d, name, os.DirEntry.is_dir)

@@ -30,6 +30,7 @@ MAX_KEPT_MALFORMED = 200
 CANON_MAX = 4096            # distinct values rollout_items keeps one object of
 LEFT_STARTING = "not up when gym env start ended: nothing waits for it any more"
 STOPPED_STARTING = "stopped by Gym before it was ready"
+_POOL_SIGN, _ACCESS_OFF_SIGN = logscan.STEADY_KEYWORDS["VERSION_SIGNS"]   # Reducer._output_signs
 
 
 @dataclass(slots=True)
@@ -302,12 +303,11 @@ class Reducer:
         """Features of any server line that bound the Gym version. Not only while the server
         starts: with its stdout and stderr in two files, its ready line may be read before a
         startup line printed earlier, and the sign must not depend on that order."""
-        pool, access_off = logscan.STEADY_KEYWORDS["VERSION_SIGNS"]
         if "nemo-gym==" in body and gl.GYM_PACKAGE_RE.match(body):
             self._sign("package", ev)
-        elif pool in body:
+        elif _POOL_SIGN in body:
             self._sign("pool_capacity", ev)
-        elif access_off in body:
+        elif _ACCESS_OFF_SIGN in body:
             self._sign("access_log_off", ev)
 
     # --- processes and file activity ------------------------------------------------------
