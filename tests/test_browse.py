@@ -269,10 +269,10 @@ def test_a_dead_forked_worker_is_made_up_for_in_process(tmp_path, forked_pools, 
     real_make = workers.make
     parent = os.getpid()
 
-    def make_then_die(path, sig, sweep=None):
+    def make_then_die(path, sig, sweep=None, found=None):
         if os.getpid() != parent and path.endswith(sorted(CASE_NAMES)[-1]):
             os.kill(os.getpid(), signal.SIGKILL)
-        return real_make(path, sig, sweep)
+        return real_make(path, sig, sweep, found)
     monkeypatch.setattr(workers, "make", make_then_die)
     assert list_runs([root], SummaryCache(enabled=False), jobs=2) == alone
 

@@ -62,6 +62,10 @@ class SummaryCache:
         self.misses += 1
         return None
 
+    def knows(self, run: str) -> bool:
+        """A summary of this run is cached (whether still true or not)."""
+        return run in self._runs
+
     def put(self, run: str, sig: list, summary: dict[str, Any]) -> None:
         if self.enabled:
             self._runs[run] = {"sig": sig, "summary": summary}

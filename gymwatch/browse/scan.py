@@ -117,6 +117,13 @@ def find_runs(roots: Iterable[str | os.PathLike]) -> Iterator[tuple[Found, RunLa
             continue
 
 
+def found_at(path: str | os.PathLike) -> Found:
+    """A run dir as the walk would have found it (for a worker given only its path)."""
+    entries = list_dir(os.fspath(path))
+    files, dirs = _split(entries)
+    return Found(Path(path), files, dirs, entries)
+
+
 def discover_found(found: Found) -> RunLayout:
     """discover() of a run the walk found, from the walk's own listing of its dir when the walk's
     path is a resolved one (else discover resolves it and lists afresh)."""

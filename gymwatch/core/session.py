@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+import msgspec
+
 from . import eolcount, inputkeys, procs, rowsfork
 from .config import read_info
 from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
@@ -341,7 +343,7 @@ class RunSession:
             return
         try:
             with open(agg, "rb") as fh:
-                json.loads(fh.read())
+                _whole_json(fh.read())
         except (OSError, ValueError):
             return   # absent, or still being written
         self.reducer.aggregate_done()
@@ -497,6 +499,15 @@ def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True
     with bulk_load():
         session.poll(final=not session.is_live())
     return session
+
+
+def _whole_json(data: bytes) -> None:
+    """ValueError unless `data` is one whole JSON document (msgspec: ~5x faster than json on a
+    summary's aggregate metrics; json for what msgspec refuses, NaN)."""
+    try:
+        msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        json.loads(data)
 
 
 @contextmanager
