@@ -114,7 +114,7 @@ def run(small: bool) -> list[dict]:
     n = 60 if small else 1000
     with tempfile.TemporaryDirectory(prefix="gymwatch-bench-browse-") as tmp:
         root = make_tree(Path(tmp) / "runs", n)
-        cache_file = Path(tmp) / "cache" / "browse.json"
+        cache_file = Path(tmp) / "cache" / "browse.msgpack"
         walk = min(bare_walk(root) for _ in range(2))
         alone, runs = timed(lambda: list_runs([root], SummaryCache(enabled=False), jobs=1))
         alone_cpu = timed.cpu

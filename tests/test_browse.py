@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -224,6 +225,57 @@ def test_cache_hits_misses_and_never_writes_into_runs(tmp_path, user_cache):
     third = SummaryCache()
     list_runs([root], third)
     assert (third.hits, third.misses) == (len(CASE_NAMES) - 1, 1)
+
+
+def test_cache_keeps_summaries_exactly_and_survives_a_bad_file(tmp_path):
+    path = tmp_path / "cache" / "browse.msgpack"
+    sig = [["logs/a.log", 10, 1_700_000_000_123_456_789], ["rollouts.jsonl", None, None]]
+    summary = {"path": "/r", "mean_reward": float("nan"), "trials": {"completed": 3}, "reason": "é"}
+    first = SummaryCache(path)
+    first.put("/r", sig, summary)
+    first.save()
+    again = SummaryCache(path)
+    got = again.get("/r", [list(x) for x in sig])
+    assert got is not None and math.isnan(got.pop("mean_reward"))
+    assert got == {"path": "/r", "trials": {"completed": 3}, "reason": "é"}
+    assert again.get("/r", sig[:1]) is None and again.get("/r", None) is None and again.knows("/r")
+    assert (again.hits, again.misses) == (1, 2)
+    for bad in (b"", b"\xc1not msgpack", b"{}", b"\x92\x01\x02"):
+        path.write_bytes(bad)
+        assert not SummaryCache(path).knows("/r")        # a cache it cannot read is an empty one
+
+
+@pytest.mark.parametrize("child", ["answers", "dies"])
+def test_a_warm_listing_split_with_a_forked_child_sees_what_changed(tmp_path, monkeypatch, child):
+    """Many cached runs: every other one is checked by a forked child (fresh.py); a run changed in
+    either half is made again, and a child that dies has its half checked here."""
+    import signal
+
+    from gymwatch.browse import fresh
+
+    root = make_tree(tmp_path / "runs")
+    first = list_runs([root], SummaryCache(), jobs=1)
+    (root / "exp0" / "mixed_ok" / "rollouts.jsonl").open("a").write("not json\n")
+    (root / "exp1" / "evaluator_bundle" / "gym_run" / "rollouts.jsonl").open("a").write("not json\n")
+    alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
+    assert alone != first
+    monkeypatch.setattr(fresh, "SPLIT_MIN", 2)
+    forks = record_made(monkeypatch, fresh, "fork_child")
+    if child == "dies":
+        parent, real = os.getpid(), SummaryCache.matches
+
+        def matches_then_die(self, run, sig):
+            if os.getpid() != parent:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, run, sig)
+        monkeypatch.setattr(SummaryCache, "matches", matches_then_die)
+    answers = record_made(monkeypatch, fresh, "_answer")
+    for hits in (len(CASE_NAMES) - 2, len(CASE_NAMES)):      # then all hits: the two were made again
+        cache = SummaryCache()
+        assert list_runs([root], cache, jobs=1) == alone
+        assert (cache.hits, cache.misses) == (hits, len(CASE_NAMES) - hits)
+    assert len(forks) == 2
+    assert answers == ([None, None] if child == "dies" else [[False, False], [True, True]])   # its half: the two changed runs
 
 
 @pytest.fixture

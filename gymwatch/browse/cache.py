@@ -1,13 +1,15 @@
 """Summaries cached outside the runs, in the user cache dir (never a byte written into a run).
 
-One JSON file, `$XDG_CACHE_HOME/gymwatch/browse.json` (default ~/.cache/gymwatch): per
-run path, the signature of its files (name, size, mtime) and the summary made from them.
-A run whose signature changed is summarised again.
+One msgpack file, `$XDG_CACHE_HOME/gymwatch/browse.msgpack` (default ~/.cache/gymwatch): per
+run path, the signature of its files (name, size, mtime; kept as its msgpack bytes, compared
+whole) and the summary made from them. A run whose signature changed is summarised again.
+msgpack, not JSON: it keeps every float as it was (NaN included) and, with the signatures as
+one bytes object a run, 1,000 runs load in about half the time (a warm listing's biggest part
+after its stat calls) and save ~8x faster.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -18,8 +20,9 @@ import msgspec
 from .. import __version__
 from ..core.session import bulk_load
 
-VERSION = f"3:{__version__}"     # summaries depend on the reducer: a new gymwatch rereads
+VERSION = f"4:{__version__}"     # summaries depend on the reducer: a new gymwatch rereads
 MAX_ENTRIES = 50_000
+_key = msgspec.msgpack.Encoder().encode        # a signature as the bytes it is compared by
 
 
 def cache_dir() -> Path:
@@ -29,38 +32,42 @@ def cache_dir() -> Path:
 
 class SummaryCache:
     def __init__(self, path: Optional[Path] = None, enabled: bool = True):
-        self.path = path or cache_dir() / "browse.json"
+        self.path = path or cache_dir() / "browse.msgpack"
         self.enabled = enabled
         self.hits = self.misses = 0
         self._dirty = False
-        self._runs: dict[str, dict] = self._load() if enabled else {}
+        self._runs: dict[str, list] = self._load() if enabled else {}     # run -> [key, summary]
 
-    def _load(self) -> dict[str, dict]:
+    def _load(self) -> dict[str, list]:
         try:
             raw = self.path.read_bytes()
         except OSError:
             return {}
-        # msgspec: ~3x faster than json for 1,000 summaries (~33 ms of a warm listing); without
-        # cyclic collections over the objects being made (they took half of the decode)
-        with bulk_load():
+        with bulk_load():           # no cyclic collections over the objects being made
             try:
-                data = msgspec.json.decode(raw)
-            except msgspec.DecodeError:     # what json writes and msgspec refuses (NaN), or not JSON
-                try:
-                    data = json.loads(raw.decode("utf-8"))
-                except (ValueError, UnicodeDecodeError):
-                    return {}
+                data = msgspec.msgpack.decode(raw)
+            except msgspec.DecodeError:      # not ours, or cut short
+                return {}
         if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("runs"), dict):
             return {}
         return data["runs"]
 
-    def get(self, run: str, sig: list) -> Optional[dict[str, Any]]:
+    def matches(self, run: str, sig: Optional[list]) -> bool:
+        """The run's cached summary was made from files with this signature."""
         entry = self._runs.get(run)
-        if entry is not None and entry.get("sig") == sig:
-            self.hits += 1
-            return entry.get("summary")
+        return (sig is not None and isinstance(entry, list) and len(entry) == 2
+                and entry[0] == _key(sig) and isinstance(entry[1], dict))
+
+    def get(self, run: str, sig: Optional[list]) -> Optional[dict[str, Any]]:
+        if self.matches(run, sig):
+            return self.hit(run)
         self.misses += 1
         return None
+
+    def hit(self, run: str) -> dict[str, Any]:
+        """The cached summary of a run whose signature matched (`matches`, maybe in another process)."""
+        self.hits += 1
+        return self._runs[run][1]
 
     def knows(self, run: str) -> bool:
         """A summary of this run is cached (whether still true or not)."""
@@ -68,7 +75,7 @@ class SummaryCache:
 
     def put(self, run: str, sig: list, summary: dict[str, Any]) -> None:
         if self.enabled:
-            self._runs[run] = {"sig": sig, "summary": summary}
+            self._runs[run] = [_key(sig), summary]
             self._dirty = True
 
     def save(self) -> None:
@@ -80,8 +87,8 @@ class SummaryCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".browse-", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:   # dumps: the C encoder, dump is not
-                fh.write(json.dumps({"version": VERSION, "runs": self._runs}, separators=(",", ":")))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(msgspec.msgpack.encode({"version": VERSION, "runs": self._runs}))
             os.replace(tmp, self.path)
             self._dirty = False
         except OSError:

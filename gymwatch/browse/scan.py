@@ -28,11 +28,15 @@ SIG_SUBDIRS = ("logs", "gym_run")       # their files are part of a run's cache 
 
 @dataclass(slots=True)
 class Found:
-    path: Path
+    dir: str                            # the run dir, as the walk reached it
     files: dict[str, os.DirEntry]       # the run dir's own files, by name
     dirs: dict[str, str]                # its subdirectories: name -> path
     entries: dict[str, os.DirEntry]     # all its entries, by name (discover() starts from them)
-    real: bool = False                  # `path` is resolved: no symlink on the way down to it
+    real: bool = False                  # `dir` is resolved: no symlink on the way down to it
+
+    @property
+    def path(self) -> Path:
+        return Path(self.dir)       # (made when asked: a warm listing needs only `dir`)
 
 
 def looks_like_run(files: dict[str, os.DirEntry], dirs: set[str]) -> bool:
@@ -66,7 +70,7 @@ def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
         entries = list_dir(d)
         files, dirs = _split(entries)
         if looks_like_run(files, set(dirs)):
-            yield Found(Path(d), files, dirs, entries, real)
+            yield Found(d, files, dirs, entries, real)
             continue
         if "pyvenv.cfg" in files:
             continue
@@ -121,7 +125,7 @@ def found_at(path: str | os.PathLike) -> Found:
     """A run dir as the walk would have found it (for a worker given only its path)."""
     entries = list_dir(os.fspath(path))
     files, dirs = _split(entries)
-    return Found(Path(path), files, dirs, entries)
+    return Found(os.fspath(path), files, dirs, entries)
 
 
 def discover_found(found: Found) -> RunLayout:
