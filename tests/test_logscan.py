@@ -2,6 +2,7 @@
 every pattern a steady server's lines can act through, and a log read in blocks, cut anywhere
 between lines, gives the same model as the same log read line by line."""
 
+import re
 from dataclasses import asdict
 
 import pytest
@@ -131,3 +132,15 @@ def test_the_tailer_gives_the_same_lines_as_blocks(tmp_path):
     got = [ln for first, block in blocks for ln in block.split(b"\n")[:-1]]
     assert got == lines and blocks[0][0] == 1
     assert all(b"\r" not in block for _, block in blocks)
+
+
+@pytest.mark.parametrize("via", ["re2", "re"])
+def test_find_is_where_a_search_starts(via):
+    """logscan.find asks RE2's compiled matcher directly; any other pattern object, its search."""
+    block = b"(policy_model) INFO: ok\n(policy_model) [model_retry url=x status=500]\nxx\n"
+    pat = logscan.pattern("policy_model", True, True)
+    if via == "re":
+        pat = re.compile(rb"model_retry|Traceback")
+    for pos, end in ((0, len(block)), (30, len(block)), (0, 20), (60, len(block)), (len(block), len(block))):
+        m = pat.search(block, pos, end)
+        assert logscan.find(pat, block, pos, end) == (m.start() if m else -1)

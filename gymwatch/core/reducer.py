@@ -205,8 +205,8 @@ class Reducer:
             if s is not None and tracker is not None and _steady(s, tracker):
                 if hit is None or hit < pos:
                     pat = logscan.pattern(name, file not in self.access_sign_files, s.first_run is None)
-                    m = pat.search(block, pos)
-                    hit = logscan.line_start(block, m.start(), pos) if m else end
+                    found = logscan.find(pat, block, pos, end)
+                    hit = logscan.line_start(block, found, pos) if found >= 0 else end
                 if hit > pos:
                     # The line at `hit` is the server's next last line, unless another server's
                     # prefix may give it to that one (or there is none).
