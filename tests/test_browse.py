@@ -306,7 +306,7 @@ def test_a_pool_lists_the_same_runs_in_the_same_order(tmp_path, monkeypatch, kin
     pooled = list_runs([root], SummaryCache(enabled=False), on_run=streamed.append, jobs=3)
     assert len(made) == 1 and pooled == alone == streamed and len(alone) == len(CASE_NAMES)
     pool = made[0]
-    reaped = not pool.pids if kind == "ForkPool" else all(p.returncode is not None for p in pool.procs)
+    reaped = not pool.pids if kind == "ForkPool" else pool.proc.returncode is not None
     assert reaped
 
 
@@ -330,17 +330,46 @@ def test_a_dead_forked_worker_is_made_up_for_in_process(tmp_path, forked_pools, 
 
 
 def test_a_dead_worker_is_made_up_for_in_process(tmp_path, pools, monkeypatch):
+    """WorkerPool's process dies before it answers: every run is made here."""
     root = make_tree(tmp_path / "runs")
     alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
     real_map = WorkerPool.map
 
     def map_after_a_death(self, items, found=None):
-        self.procs[1].kill()
-        self.procs[1].wait()
+        self.proc.kill()
+        self.proc.wait()
         return real_map(self, items, found)
     monkeypatch.setattr(WorkerPool, "map", map_after_a_death)
     assert list_runs([root], SummaryCache(enabled=False), jobs=2) == alone
-    assert pools[0].procs[1].returncode == -9
+    assert pools[0].proc.returncode == -9
+
+
+def test_worker_pool_process_answers_in_order_and_stops_at_a_death(tmp_path):
+    """`python -m gymwatch.browse.workers N` forks N workers and answers in walk order; a
+    worker that dies ends it with status 1 (its caller makes the rest)."""
+    import subprocess
+    import sys
+
+    import msgspec
+
+    from gymwatch.browse import workers
+
+    root = make_tree(tmp_path / "runs")
+    paths = [f.dir for f in walk([root])]
+    expected = list_runs([root], SummaryCache(enabled=False), jobs=1)
+    out = subprocess.run([sys.executable, "-m", "gymwatch.browse.workers", "2"], capture_output=True,
+                         input=msgspec.msgpack.encode([[p, None] for p in paths]), check=True).stdout
+    got, at = [], 0
+    while at < len(out):
+        i, size = workers.ForkPool.FRAME.unpack_from(out, at)
+        at += workers.ForkPool.FRAME.size
+        assert i == len(got)
+        got.append(msgspec.msgpack.decode(out[at:at + size])[1])
+        at += size
+    assert got == expected
+    died = subprocess.run([sys.executable, "-m", "gymwatch.browse.workers", "2"], capture_output=True,
+                          input=msgspec.msgpack.encode([[p, ["not", "a", "signature"]] for p in paths]))
+    assert died.returncode == 1 and not died.stdout
 
 
 def test_workers_work_without_a_real_stderr(tmp_path, pools, monkeypatch):

@@ -1,16 +1,16 @@
 """Run summaries made in worker processes, for a cold listing of many runs.
 
 A worker is given a run's path and, when the listing had it, its signature; it answers with
-both (a listing of runs never seen makes their signatures here, in parallel: run.json's
-`[signature, summary]`). Forked workers (ForkPool) take run numbers from a shared pipe and
-answer in msgpack frames; `python -m gymwatch.browse.workers` ones (WorkerPool, for a process
-with threads) read `[path, signature]` JSON lines on stdin and answer one JSON line each, in
-order (run i goes to worker i % n, so answers are read back in walk order).
+both, `[signature, summary]` (a listing of runs never seen leaves their signatures to the
+workers, in parallel). Workers are forked (ForkPool): they start with everything imported and
+take run numbers from a shared pipe, so a worker with costly runs does fewer; answers come back
+as msgpack frames, put in walk order. A process with other threads must not fork (the browse
+screen's scanning thread): its WorkerPool starts one `python -m gymwatch.browse.workers N`
+process, which has no thread but its own, to fork them and pass their answers on.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -59,49 +59,54 @@ def made(path: str, sig: Optional[list], sweep: Optional[ProcessSweep] = None,
 
 
 class WorkerPool:
+    """ForkPool's workers for a process with other threads: forked by one `python -m
+    gymwatch.browse.workers N` process, which reads the items on its stdin and writes ForkPool's
+    frames, in walk order, on its stdout. (N `python -m` workers, each importing the core (~0.25
+    s) and given a fixed share of the runs, made the browse screen's cold listing ~35% slower.)"""
+
     def __init__(self, n: int):
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])     # gymwatch importable even uninstalled
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-        self.procs: list[subprocess.Popen] = []
-        self._feeders: list[threading.Thread] = []
         try:
-            for _ in range(n):
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "gymwatch.browse.workers"], env=env,
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gymwatch.browse.workers", str(n)], env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError as exc:
-            self.close()
             raise BrokenPool(str(exc)) from exc
 
     def map(self, items: list[Item], found: Optional[list[Found]] = None) -> Iterator[Answer]:
-        """Answers for `items`, in order, as they come (`found`: for ForkPool's sake)."""
-        n = len(self.procs)
-        for k, proc in enumerate(self.procs):
-            lines = [json.dumps(items[i]) + "\n" for i in range(k, len(items), n)]
-            t = threading.Thread(target=_feed, args=(proc, lines), daemon=True, name="browse-feed")
-            t.start()
-            self._feeders.append(t)
+        """Answers for `items`, in order, as they come (`found`: ForkPool's; not passed on)."""
+        proc = self.proc
+        try:        # it reads all of them before it answers: no deadlock on a full pipe
+            proc.stdin.write(msgspec.msgpack.encode(items))          # type: ignore[union-attr]
+            proc.stdin.close()                                        # type: ignore[union-attr]
+        except (OSError, ValueError) as exc:
+            raise BrokenPool(f"the workers' process is gone ({exc})") from None
+        read, decode = proc.stdout.read, msgspec.msgpack.Decoder().decode   # type: ignore[union-attr]
+        head = ForkPool.FRAME
         for i in range(len(items)):
-            line = self.procs[i % n].stdout.readline()      # type: ignore[union-attr]
+            frame = read(head.size)
+            n, size = head.unpack(frame) if len(frame) == head.size else (-1, 0)
+            data = read(size)
+            if n != i or len(data) != size:
+                raise BrokenPool(f"the workers stopped answering at run {i}")
             try:
-                answer = json.loads(line)
-            except ValueError:
-                raise BrokenPool(f"worker {i % n} stopped answering") from None
+                answer = decode(data)
+            except msgspec.DecodeError:
+                raise BrokenPool(f"a worker answered nonsense for run {i}") from None
             yield _checked(answer, i)
 
     def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            for fh in (proc.stdin, proc.stdout):
-                try:
-                    fh and fh.close()
-                except OSError:
-                    pass
-        for t in self._feeders:
-            t.join(1)
+        proc = self.proc
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for fh in (proc.stdin, proc.stdout):
+            try:
+                fh and fh.close()
+            except OSError:
+                pass
 
 
 FORK_MAX_RUNS = 16384          # run numbers a pipe holds before anyone reads (64 KiB): ForkPool's queue
@@ -127,6 +132,16 @@ class ForkPool:
     def map(self, items: list[Item], found: Optional[list[Found]] = None) -> Iterator[Answer]:
         """Answers for `items`, in order, as they come; `found`: the walk's look at each (the
         workers inherit it)."""
+        decode = msgspec.msgpack.Decoder().decode
+        for i, data in enumerate(self.raw(items, found)):
+            try:
+                answer = decode(data)
+            except msgspec.DecodeError:
+                raise BrokenPool(f"a worker answered nonsense for run {i}") from None
+            yield _checked(answer, i)
+
+    def raw(self, items: list[Item], found: Optional[list[Found]] = None) -> Iterator[bytes]:
+        """The answers as the workers encoded them, in order."""
         if len(items) > FORK_MAX_RUNS:        # (runs.py asks for no more)
             raise BrokenPool("too many runs for one queue")
         tr, tw = os.pipe()
@@ -163,13 +178,12 @@ class ForkPool:
         self.pids.append(pid)
         self.fds.append(r)
 
-    def _answers(self, count: int) -> Iterator[Answer]:
+    def _answers(self, count: int) -> Iterator[bytes]:
         sel = selectors.DefaultSelector()
         held = {fd: b"" for fd in self.fds}
         for fd in self.fds:
             sel.register(fd, selectors.EVENT_READ)
         done: dict[int, bytes] = {}
-        decode = msgspec.msgpack.Decoder().decode
         try:
             for i in range(count):
                 while i not in done:
@@ -182,11 +196,7 @@ class ForkPool:
                             del held[key.fd]
                             continue
                         held[key.fd] = self._frames(held[key.fd] + chunk, done)
-                try:
-                    answer = decode(done.pop(i))
-                except msgspec.DecodeError:
-                    raise BrokenPool(f"a worker answered nonsense for run {i}") from None
-                yield _checked(answer, i)
+                yield done.pop(i)
         finally:
             sel.close()
 
@@ -226,24 +236,25 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-def _feed(proc: subprocess.Popen, lines: list[str]) -> None:
-    try:
-        for line in lines:
-            proc.stdin.write(line.encode())                 # type: ignore[union-attr]
-        proc.stdin.close()                                  # type: ignore[union-attr]
-    except (OSError, ValueError):
-        pass                                                # the worker is gone: map() notices
-
-
-def main() -> int:
-    out = sys.stdout
-    sweep = ProcessSweep()          # one look at the process table for this worker's runs
-    for line in sys.stdin:
-        path, sig = json.loads(line)
-        out.write(json.dumps(made(path, sig, sweep)) + "\n")
-        out.flush()
+def main(argv: list[str]) -> int:
+    """WorkerPool's process: `[path, signature]` items (msgpack) on stdin; ForkPool's frames, in
+    order, on stdout. Exits 1 when a worker died (the caller makes the rest itself)."""
+    n = int(argv[0]) if argv else 2
+    items = msgspec.msgpack.decode(sys.stdin.buffer.read())
+    sweep = ProcessSweep()          # one look at the process table for all of them
+    out = sys.stdout.buffer
+    for start in range(0, len(items), FORK_MAX_RUNS):
+        pool = ForkPool(n, sweep)
+        try:
+            for k, data in enumerate(pool.raw([tuple(x) for x in items[start:start + FORK_MAX_RUNS]])):
+                out.write(ForkPool.FRAME.pack(start + k, len(data)) + data)
+                out.flush()
+        except BrokenPool:
+            return 1
+        finally:
+            pool.close()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
