@@ -53,7 +53,7 @@ GLUE_HEADS = (
     "Waiting for servers to spin up",
     "Checking for HTTP server statuses.",
 )
-_GLUE_STARTS = GLUE_HEADS + ("Head server is not up yet",)
+GLUE_STARTS = GLUE_HEADS + ("Head server is not up yet",)   # a line without `(` glues only after these
 SLEEPING_RE = re.compile(r"^Head server is not up yet \(status `[^`]*`\)\. Sleeping\.\.\.")
 
 # --- the collector (gym eval run) ---------------------------------------------
@@ -141,7 +141,7 @@ def unglue(line: str, known: Iterable[str]) -> list[str]:
 
 
 def _glue_point(line: str, known: Iterable[str]) -> int:
-    if "(" not in line and not line.startswith(_GLUE_STARTS):
+    if "(" not in line and not line.startswith(GLUE_STARTS):
         return -1       # the common case: nothing glued
     for head in GLUE_HEADS:
         if line.startswith(head) and len(line) > len(head):

@@ -379,6 +379,9 @@ class Reducer:
 
     # --- captured streams of gym processes -------------------------------------
     def stream_line(self, role: str, file: str, lineno: int, text: str) -> None:
+        if "(" not in text and not text.startswith(gl.GLUE_STARTS):    # (gl.unglue's common case)
+            self._stream_piece(role, file, lineno, text)
+            return
         for piece in gl.unglue(text, self.state.servers.keys()):
             self._stream_piece(role, file, lineno, piece)
 
@@ -662,7 +665,8 @@ class Reducer:
         if gl.COLLECT_DONE_RE.search(text):
             c.finished = True
             self.changes.run = True
-        m = _last(gl.PROGRESS_RE, text) or _last(gl.TQDM_RE, text)
+        m = (_last(gl.PROGRESS_RE, text) if "Finished " in text else None) or \
+            (_last(gl.TQDM_RE, text) if "Collecting rollouts:" in text else None)
         if m:
             done = (int(m.group(1)), int(m.group(2)))
             if c.progress is None or done[0] >= c.progress[0]:      # stdout's and stderr's counts,
