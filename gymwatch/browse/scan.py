@@ -17,7 +17,7 @@ from typing import Iterable, Iterator
 
 from ..core.layout import (
     BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, NotARun, RunLayout,
-    discover, list_dir,
+    discover,
 )
 
 SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "_stub", "_driver"}
@@ -67,8 +67,7 @@ def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
         if (st.st_dev, st.st_ino) in seen:
             continue
         seen.add((st.st_dev, st.st_ino))
-        entries = list_dir(d)
-        files, dirs = _split(entries)
+        entries, files, dirs = _listing(d)
         if looks_like_run(files, set(dirs)):
             yield Found(d, files, dirs, entries, real)
             continue
@@ -93,19 +92,27 @@ def _is_link(e: os.DirEntry) -> bool:
         return True
 
 
-def _split(entries: dict[str, os.DirEntry]) -> tuple[dict[str, os.DirEntry], dict[str, str]]:
-    """A listing's files (name -> entry) and subdirectories (name -> path)."""
+def _listing(d: str) -> tuple[dict[str, os.DirEntry], dict[str, os.DirEntry], dict[str, str]]:
+    """A directory's entries (name -> entry), its files (name -> entry) and its subdirectories
+    (name -> path), in one pass over one listing ({} each when it cannot be listed)."""
+    entries: dict[str, os.DirEntry] = {}
     files: dict[str, os.DirEntry] = {}
     dirs: dict[str, str] = {}
-    for name, e in entries.items():
-        try:
-            if e.is_dir():
-                dirs[name] = e.path
-            elif e.is_file():
-                files[name] = e
-        except OSError:
-            continue
-    return files, dirs
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                name = e.name
+                entries[name] = e
+                try:
+                    if e.is_file():         # (most entries: one test each; a file is never a dir)
+                        files[name] = e
+                    elif e.is_dir():
+                        dirs[name] = e.path
+                except OSError:
+                    continue
+    except OSError:
+        return {}, {}, {}
+    return entries, files, dirs
 
 
 def _descend(name: str) -> bool:
@@ -123,8 +130,7 @@ def find_runs(roots: Iterable[str | os.PathLike]) -> Iterator[tuple[Found, RunLa
 
 def found_at(path: str | os.PathLike) -> Found:
     """A run dir as the walk would have found it (for a worker given only its path)."""
-    entries = list_dir(os.fspath(path))
-    files, dirs = _split(entries)
+    entries, files, dirs = _listing(os.fspath(path))
     return Found(os.fspath(path), files, dirs, entries)
 
 
@@ -142,9 +148,23 @@ def signature(found: Found) -> list:
     for sub in SIG_SUBDIRS:
         path = found.dirs.get(sub)
         if path is not None:
-            sig.extend(_entry_sig(sub + "/", e) for e in _split(list_dir(path))[0].values())
+            _files_sig(sub + "/", path, sig)
     sig.sort()
     return sig
+
+
+def _files_sig(prefix: str, d: str, sig: list) -> None:
+    """The signatures of the files in `d`, added to `sig` (straight from the listing: no dicts)."""
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                try:
+                    if e.is_file():
+                        sig.append(_entry_sig(prefix, e))
+                except OSError:
+                    continue
+    except OSError:
+        pass
 
 
 def _entry_sig(prefix: str, e: os.DirEntry) -> list:
