@@ -118,11 +118,13 @@ def _communicate(p: subprocess.Popen, timeout: float) -> tuple[bytes, bytes, boo
     return out, err, timed_out
 
 
-def child_json(module: str, *args: str, timeout: float = 600) -> tuple[dict, Proc]:
+def child_json(module: str, *args: str, timeout: float = 600,
+               installed: Optional[Path] = None) -> tuple[dict, Proc]:
     """Run `python -m benchmarks.<module> ARGS` that prints JSON objects on stdout; the last one
-    counts. A child killed at `timeout` gives its last line so far, with "timed_out": true."""
+    counts. A child killed at `timeout` gives its last line so far, with "timed_out": true.
+    `installed`: an `installed_copy`, the child's cwd: it imports gymwatch from there."""
     proc = run_measured([PY, "-m", f"benchmarks.{module}", *args], timeout=timeout,
-                        env={"TEXTUAL_ANIMATIONS": "none"})
+                        env={"TEXTUAL_ANIMATIONS": "none"}, cwd=installed)
     lines = [ln for ln in proc.stdout.decode("utf-8", "replace").splitlines() if ln.startswith("{")]
     if proc.timed_out and lines:
         return {**json.loads(lines[-1]), "timed_out": True}, proc
