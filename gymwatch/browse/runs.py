@@ -40,8 +40,8 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
         summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
     cold = [i for i, s in enumerate(summaries) if s is None]
     jobs = default_jobs() if jobs is None else jobs
-    workers = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
-    pool = _pool(workers, sweep, len(cold))
+    n = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
+    pool = _pool(n, sweep, len(cold))
     try:
         made = pool.map([(paths[i], sigs[i]) for i in cold], [found[i] for i in cold]) if pool else None
         out = []
@@ -70,13 +70,13 @@ def _worth_a_pool(cold: list[int], sigs: list[Optional[list]]) -> bool:
     return sum(size or 0 for i in cold for _, size, _ in sigs[i] or ()) >= POOL_MIN_BYTES
 
 
-def _pool(workers: int, sweep: Optional[ProcessSweep] = None, runs: int = 0) -> Optional[WorkerPool | ForkPool]:
-    if workers < 2:
+def _pool(n: int, sweep: Optional[ProcessSweep] = None, runs: int = 0) -> Optional[WorkerPool | ForkPool]:
+    if n < 2:
         return None
     if can_fork() and runs <= FORK_MAX_RUNS:
-        return ForkPool(workers, sweep)
+        return ForkPool(n, sweep)
     try:
-        return WorkerPool(workers)
+        return WorkerPool(n)
     except BrokenPool:
         return None
 
