@@ -62,7 +62,9 @@ class WorkerPool:
     """ForkPool's workers for a process with other threads: forked by one `python -m
     gymwatch.browse.workers N` process, which reads the items on its stdin and writes ForkPool's
     frames, in walk order, on its stdout. (N `python -m` workers, each importing the core (~0.25
-    s) and given a fixed share of the runs, made the browse screen's cold listing ~35% slower.)"""
+    s) and given a fixed share of the runs, made the browse screen's cold listing ~35% slower.)
+    A plain child process, not multiprocessing: that one's helper process needs a real stderr,
+    which a Textual app does not have, and its spawn re-runs the main script."""
 
     def __init__(self, n: int):
         env = dict(os.environ)
