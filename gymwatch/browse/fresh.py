@@ -19,14 +19,17 @@ from .workers import can_fork
 SPLIT_MIN = 256
 
 
-def check(found: list[Found], paths: list[str], cache: SummaryCache, sign_new: bool
+def check(found: list[Found], paths: list[str], cache: SummaryCache, sign_new_below: int
           ) -> tuple[list[Optional[list]], list[Optional[dict]]]:
     """Per run, its signature (None: not made here, the run's worker makes it) and its cached
-    summary when that was made from files with that signature (None: to be made). A run the
-    cache never saw is signed only if `sign_new`."""
+    summary when that was made from files with that signature (None: to be made). Runs the cache
+    never saw are signed here only when fewer than `sign_new_below` (more: their workers sign them,
+    in parallel)."""
     sigs: list[Optional[list]] = [None] * len(found)
     summaries: list[Optional[dict]] = [None] * len(found)
-    known = [i for i, p in enumerate(paths) if cache.knows(p)]
+    known, new = [], []
+    for i, p in enumerate(paths):
+        (known if cache.knows(p) else new).append(i)
     theirs: list[int] = []
     child = None
     if len(known) >= SPLIT_MIN and can_fork():
@@ -43,11 +46,10 @@ def check(found: list[Found], paths: list[str], cache: SummaryCache, sign_new: b
         else:           # changed (the cache's put needs its signature), or the child died: here
             sigs[i] = signature(found[i])
             summaries[i] = cache.get(paths[i], sigs[i])
-    for i, path in enumerate(paths):
-        if not cache.knows(path):
-            cache.misses += 1
-            if sign_new:
-                sigs[i] = signature(found[i])
+    cache.misses += len(new)
+    if len(new) < sign_new_below:
+        for i in new:
+            sigs[i] = signature(found[i])
     return sigs, summaries
 
 

@@ -35,8 +35,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
         paths = [f.dir for f in found]
         # a listing of many runs never seen has their signatures made by its workers, in parallel
         # (the stat calls of 1,000 runs are ~0.08 s before any worker could start)
-        many_new = sum(not cache.knows(p) for p in paths) >= POOL_MIN_RUNS
-        sigs, summaries = fresh.check(found, paths, cache, sign_new=not many_new)
+        sigs, summaries = fresh.check(found, paths, cache, sign_new_below=POOL_MIN_RUNS)
         summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
     cold = [i for i, s in enumerate(summaries) if s is None]
     jobs = default_jobs() if jobs is None else jobs

@@ -85,19 +85,14 @@ class WorkerPool:
             proc.stdin.close()                                        # type: ignore[union-attr]
         except (OSError, ValueError) as exc:
             raise BrokenPool(f"the workers' process is gone ({exc})") from None
-        read, decode = proc.stdout.read, msgspec.msgpack.Decoder().decode   # type: ignore[union-attr]
-        head = ForkPool.FRAME
+        read, head = proc.stdout.read, ForkPool.FRAME             # type: ignore[union-attr]
         for i in range(len(items)):
             frame = read(head.size)
             n, size = head.unpack(frame) if len(frame) == head.size else (-1, 0)
             data = read(size)
             if n != i or len(data) != size:
                 raise BrokenPool(f"the workers stopped answering at run {i}")
-            try:
-                answer = decode(data)
-            except msgspec.DecodeError:
-                raise BrokenPool(f"a worker answered nonsense for run {i}") from None
-            yield _checked(answer, i)
+            yield _decoded(data, i)
 
     def close(self) -> None:
         proc = self.proc
@@ -134,13 +129,8 @@ class ForkPool:
     def map(self, items: list[Item], found: Optional[list[Found]] = None) -> Iterator[Answer]:
         """Answers for `items`, in order, as they come; `found`: the walk's look at each (the
         workers inherit it)."""
-        decode = msgspec.msgpack.Decoder().decode
         for i, data in enumerate(self.raw(items, found)):
-            try:
-                answer = decode(data)
-            except msgspec.DecodeError:
-                raise BrokenPool(f"a worker answered nonsense for run {i}") from None
-            yield _checked(answer, i)
+            yield _decoded(data, i)
 
     def raw(self, items: list[Item], found: Optional[list[Found]] = None) -> Iterator[bytes]:
         """The answers as the workers encoded them, in order."""
@@ -225,7 +215,15 @@ class ForkPool:
         self.pids, self.fds = [], []
 
 
-def _checked(answer: Any, i: int) -> Answer:
+_DECODE = msgspec.msgpack.Decoder().decode
+
+
+def _decoded(data: bytes, i: int) -> Answer:
+    """Run i's answer from its frame: `[signature, summary or None]`, else BrokenPool."""
+    try:
+        answer = _DECODE(data)
+    except msgspec.DecodeError:
+        answer = None
     if not (isinstance(answer, list) and len(answer) == 2 and isinstance(answer[0], list)
             and (answer[1] is None or isinstance(answer[1], dict))):
         raise BrokenPool(f"a worker answered nonsense for run {i}")
@@ -248,7 +246,7 @@ def main(argv: list[str]) -> int:
     for start in range(0, len(items), FORK_MAX_RUNS):
         pool = ForkPool(n, sweep)
         try:
-            for k, data in enumerate(pool.raw([tuple(x) for x in items[start:start + FORK_MAX_RUNS]])):
+            for k, data in enumerate(pool.raw(items[start:start + FORK_MAX_RUNS])):
                 out.write(ForkPool.FRAME.pack(start + k, len(data)) + data)
                 out.flush()
         except BrokenPool:

@@ -53,7 +53,7 @@ GLUE_HEADS = (
     "Waiting for servers to spin up",
     "Checking for HTTP server statuses.",
 )
-GLUE_STARTS = GLUE_HEADS + ("Head server is not up yet",)   # a line without `(` glues only after these
+_GLUE_STARTS = GLUE_HEADS + ("Head server is not up yet",)   # a line without `(` glues only after these
 SLEEPING_RE = re.compile(r"^Head server is not up yet \(status `[^`]*`\)\. Sleeping\.\.\.")
 
 # --- the collector (gym eval run) ---------------------------------------------
@@ -140,9 +140,14 @@ def unglue(line: str, known: Iterable[str]) -> list[str]:
     return parts
 
 
+def cannot_glue(line: str) -> bool:
+    """The common case: no `(` and none of Gym's glue heads, so nothing is glued in the line."""
+    return "(" not in line and not line.startswith(_GLUE_STARTS)
+
+
 def _glue_point(line: str, known: Iterable[str]) -> int:
-    if "(" not in line and not line.startswith(GLUE_STARTS):
-        return -1       # the common case: nothing glued
+    if cannot_glue(line):
+        return -1
     for head in GLUE_HEADS:
         if line.startswith(head) and len(line) > len(head):
             return len(head)

@@ -379,7 +379,7 @@ class Reducer:
 
     # --- captured streams of gym processes -------------------------------------
     def stream_line(self, role: str, file: str, lineno: int, text: str) -> None:
-        if "(" not in text and not text.startswith(gl.GLUE_STARTS):    # (gl.unglue's common case)
+        if gl.cannot_glue(text):      # (no list from unglue for the common case)
             self._stream_piece(role, file, lineno, text)
             return
         for piece in gl.unglue(text, self.state.servers.keys()):
