@@ -273,3 +273,18 @@ def test_every_parent_pattern_match_holds_a_keyword(index):
         assert any(k in line for k in gl.PARENT_KEYWORDS), line
         assert gl.parent_line_candidate(line)
     check()
+
+
+@pytest.mark.parametrize("data, whole", [
+    (b'[{"mean/reward": 0.5, "per_task": [1, 2], "name": "x\\u00e9"}]', True),
+    (b'{"mean/reward": NaN}', True),                      # Python's json writes NaN: still whole
+    (b'[{"mean/reward": 0.5', False), (b"", False),       # caught halfway through its write
+    (b'[] []', False), (b'{"a": [1,]}', False), (b'{"a": tru}', False),
+])
+def test_aggregate_metrics_count_only_once_whole(data, whole):
+    from gymwatch.core.session import _whole_json
+    if whole:
+        _whole_json(data)
+    else:
+        with pytest.raises(ValueError):
+            _whole_json(data)

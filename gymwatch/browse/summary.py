@@ -346,8 +346,8 @@ def quick_info(lay: RunLayout) -> RunInfo:
 
 def _read_text(path: Path, limit: int = 1 << 20) -> str:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
+        with open(path, "rb") as fh:      # (a text-mode file costs an isatty call and a decoder)
+            return fh.read(limit).decode("utf-8", "replace")
     except OSError:
         return ""
 

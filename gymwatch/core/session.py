@@ -502,10 +502,11 @@ def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True
 
 
 def _whole_json(data: bytes) -> None:
-    """ValueError unless `data` is one whole JSON document (msgspec: ~5x faster than json on a
-    summary's aggregate metrics; json for what msgspec refuses, NaN)."""
+    """ValueError unless `data` is one whole JSON document (msgspec, checking its syntax without
+    making its values: ~15x faster than json on a summary's aggregate metrics; json for what msgspec
+    refuses, NaN)."""
     try:
-        msgspec.json.decode(data)
+        msgspec.json.decode(data, type=msgspec.Raw)
     except msgspec.DecodeError:
         json.loads(data)
 
