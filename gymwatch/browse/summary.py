@@ -37,7 +37,7 @@ from ..core import gymlines as gl
 from ..core.layout import BOTH, EVAL, RunLayout
 from ..core.model import FAILED, SILENCE, RunInfo, RunState
 from ..core.session import RunSession
-from ..core.tail import Batch, Tailer, as_asked
+from ..core.tail import Batch, Tailer, as_asked, read_at_most
 from ..core.verdict import counts, mean_reward, verdict
 from .fmt import ERROR
 from .procscan import ProcessSweep
@@ -280,7 +280,7 @@ def _peek(path: Path, needle: bytes, chunk: int = 1 << 20) -> tuple[bool, tuple]
     and last stamps (from the same read when it is small)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read(min(chunk, os.fstat(fh.fileno()).st_size + 1))   # no 1 MB buffer for 1 KB
+            data = read_at_most(fh, chunk)
             if len(data) < chunk:
                 if needle in data:
                     return True, (None, None)
@@ -304,7 +304,7 @@ def _gym_listed(path: Path, limit: int = 1 << 20) -> tuple[Optional[frozenset], 
     and the file's first and last stamps."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read(min(limit, os.fstat(fh.fileno()).st_size + 1))
+            data = read_at_most(fh, limit)
             whole = len(data) < limit
     except OSError:
         return None, (None, None)
@@ -347,7 +347,7 @@ def quick_info(lay: RunLayout) -> RunInfo:
 def _read_text(path: Path, limit: int = 1 << 20) -> str:
     try:
         with open(path, "rb") as fh:      # (a text-mode file costs an isatty call and a decoder)
-            return fh.read(limit).decode("utf-8", "replace")
+            return read_at_most(fh, limit).decode("utf-8", "replace")
     except OSError:
         return ""
 

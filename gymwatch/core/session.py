@@ -21,7 +21,7 @@ from .config import read_info
 from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
 from .model import RunState
 from .reducer import Changes, Reducer
-from .tail import Tailer, decode
+from .tail import Tailer, decode, read_at_most
 from .verdict import parent_ended
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
@@ -357,7 +357,7 @@ class RunSession:
             return
         try:
             with open(path, "rb") as fh:
-                data = fh.read(8 << 20)
+                data = read_at_most(fh, 8 << 20)
                 mtime = os.fstat(fh.fileno()).st_mtime
         except OSError:
             return
