@@ -264,6 +264,13 @@ class SummarySession(RunSession):
         self.poll(final=True)
         return True
 
+    def release(self) -> None:
+        """Break the session's reference cycles (its reducer's clock and its cut tailers point back
+        at it) so that it is freed when the summary is made: left to the cyclic collector, the
+        ~100 objects of each summary cost a listing ~3% of its time in collections."""
+        self.tailers = {}
+        self.reducer.clock = _no_clock
+
     def skipped_stamps(self) -> list[tuple[Optional[float], Optional[float]]]:
         """First and last stamps of the logs left unread, or read only up to all servers ready:
         Gym's captured output, which holds every server's output too (`tee`); the servers' own logs
@@ -273,6 +280,10 @@ class SummarySession(RunSession):
         paths = sorted(p for p in skipped if p in self._streams) or sorted(skipped)
         peeked = self._peeked or {}
         return [peeked[p] if p in peeked else stamps.scan_file(p) for p in paths]
+
+
+def _no_clock() -> None:
+    return None
 
 
 def _peek(path: Path, needle: bytes, chunk: int = 1 << 20) -> tuple[bool, tuple]:
@@ -390,6 +401,7 @@ def summarize(path: str | os.PathLike, layout: RunLayout, sig: list,
         trials=counts(state), expected=state.expected_total, mean_reward=mean_reward(state),
         verdict=v.name, reason=v.reason, exit_code=v.exit_code, logs_read=logs_read, sampled=session.sampled,
         liveness=liveness_record(state, layout))
+    session.release()
     return out
 
 
