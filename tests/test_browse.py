@@ -620,6 +620,35 @@ async def test_compare_rows_drawn_before_the_tables_idle_are_whole():
         assert "completed" in first and "never_ran" in first and "worse" in first
 
 
+async def test_runs_drawn_before_the_tables_idle_are_whole(tmp_path):
+    """A batch bringing a longer run name than any before: a row drawn between the rows going in
+    and the table measuring them stayed cut in the table's line cache (`exp0/startup_fai`)."""
+    root = make_tree(tmp_path / "runs")
+    runs = sorted(list_runs([root], SummaryCache(enabled=False), jobs=1), key=lambda r: len(r["path"]))
+    app = BrowseApp(BrowseState([str(tmp_path / "empty")]))
+    async with app.run_test(size=(150, 20)) as pilot:
+        await wait_scanned(pilot, app)
+        screen, table = app.screen, app.screen.table
+        screen._arrived(runs[:1])
+        await pilot.pause()
+        screen._arrived(runs[1:])                            # the longest name comes last
+        longest = screen._cells(runs[-1])["run"].plain
+        drawn = table.render_line(len(runs)).text            # before the table's idle
+        await pilot.pause()
+        assert longest in drawn and table.render_line(len(runs)).text == drawn
+
+
+async def test_a_mark_widens_the_run_column(tmp_path, monkeypatch):
+    make_tree(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    app = BrowseApp(BrowseState(["runs"]))
+    async with app.run_test(size=(150, 20)) as pilot:
+        await wait_scanned(pilot, app)
+        await pilot.press("slash", *"evaluator", "enter", "m")     # the longest name, marked
+        await pilot.pause()
+        assert "A exp1/evaluator_bundle " in app.screen.table.render_line(1).text
+
+
 async def test_compare_two_marked_runs_and_open_a_changed_trial(tmp_path):
     root = make_tree(tmp_path / "runs")
     app = BrowseApp(BrowseState([str(root)]))

@@ -22,6 +22,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets.data_table import ColumnKey
 from textual.worker import get_current_worker
 
 from ..core.model import (
@@ -177,8 +178,10 @@ class BrowseScreen(Screen):
         yield Footer()
 
     def _add_columns(self, table: DataTable) -> None:
+        # Widths are set here, not measured by the table: it measures new rows when idle and keeps
+        # lines it drew before that (a run column was left too narrow after a scan, now and then).
         for key in self.columns:
-            table.add_column(self._label(key), key=key)
+            table.add_column(self._label(key), key=key, width=self._widths[key])
 
     def _label(self, key: str) -> Text:
         """A column's label with room for the sort arrow in every column, so the arrow shows
@@ -336,14 +339,23 @@ class BrowseScreen(Screen):
     def _add(self, run: dict[str, Any]) -> bool:
         """Add a run's row; True when a cell is wider than its column was (columns may refit)."""
         c = self._cells(run)
-        wider = False
-        for k, t in c.items():
-            if t.cell_len > self._widths.get(k, 0):
-                self._widths[k] = t.cell_len
-                wider = True
+        wider = self._widen(c)
         row = [c[k] for k in self.columns]
         self._row_run[id(row[0])] = run      # a sort's key function sees the cells, not the key
         self.table.add_row(*row, key=run["path"])
+        return wider
+
+    def _widen(self, cells: dict[str, Text]) -> bool:
+        """Columns as wide as these cells (before their row is added or changed, which has the
+        table draw its lines again); True when one grew."""
+        wider = False
+        for k, t in cells.items():
+            if t.cell_len > self._widths.get(k, 0):
+                self._widths[k] = t.cell_len
+                column = self.table.columns.get(ColumnKey(k))
+                if column is not None:
+                    column.width = t.cell_len
+                wider = True
         return wider
 
     def _title(self) -> None:
@@ -434,15 +446,19 @@ class BrowseScreen(Screen):
             marked.append(path)
             del marked[:-2]
         table = self.table
+        widened = False
         for p in set(before) | set(marked):
             run = next((r for r in self.shown if r["path"] == p), None)
             if run is not None and p in table.rows:
                 old_cell = table.get_cell(p, "run") if "run" in self.columns else None
                 cell = self._cells(run)["run"]
                 if old_cell is not None:
+                    widened |= self._widen({"run": cell})
                     table.update_cell(p, "run", cell, update_width=False)
                     if self._row_run.pop(id(old_cell), None) is not None and self.columns[0] == "run":
                         self._row_run[id(cell)] = run
+        if widened:
+            self._refit()
         self._title()
 
     def action_compare(self) -> None:
