@@ -37,6 +37,19 @@ def test_unglue_parent_messages_and_known_prefixes():
     assert gl.unglue("Sleeping...(mcqa) INFO: up", ["mcqa"]) == ["Sleeping...", "(mcqa) INFO: up"]
     assert gl.unglue("see (mcqa) and more", ["mcqa"]) == ["see (mcqa) and more"]   # after a space: not glued
     assert gl.unglue("plain line", ["mcqa"]) == ["plain line"]
+    # a prefixed line: its own `(` is not a glue point, one further on may be
+    assert gl.cannot_glue("(mcqa) INFO: up") and not gl.cannot_glue("(mcqa) INFO: up(agent) x")
+    assert gl.unglue("(mcqa) INFO: up(agent) x", ["mcqa", "agent"]) == ["(mcqa) INFO: up", "(agent) x"]
+
+
+@pytest.mark.parametrize("line", [
+    "(mcqa) INFO: up", "(mcqa) INFO: up(agent) x", "see (mcqa) and more", "x(mcqa) y", "(", "((mcqa) z",
+    "Waiting for servers to spin up(mcqa) a", "Head server is not up yet (status `x`). Sleeping...(mcqa) b",
+    "Checking for HTTP server statuses.", "plain",
+])
+def test_cannot_glue_only_where_unglue_finds_nothing(line):
+    if gl.cannot_glue(line):
+        assert gl.unglue(line, ["mcqa", "agent"]) == [line]
 
 
 def test_parse_pending_list():

@@ -115,7 +115,7 @@ SERVER_TYPE_KIND = {
 
 def split_prefix(line: str) -> tuple[Optional[str], str]:
     """`(name) text` -> (name, text); a line without a Gym prefix -> (None, line)."""
-    m = PREFIX_RE.match(line)
+    m = PREFIX_RE.match(line) if line[:1] == "(" else None     # (most lines: no call to the pattern)
     if m and m.group(1) not in NOT_SERVERS:
         return m.group(1), line[m.end():]
     return None, line
@@ -141,8 +141,9 @@ def unglue(line: str, known: Iterable[str]) -> list[str]:
 
 
 def cannot_glue(line: str) -> bool:
-    """The common case: no `(` and none of Gym's glue heads, so nothing is glued in the line."""
-    return "(" not in line and not line.startswith(_GLUE_STARTS)
+    """The common case: no `(` after the first character (where a glued server prefix would
+    start; a prefixed line's own is at 0) and none of Gym's glue heads: nothing is glued in it."""
+    return line.find("(", 1) < 0 and not line.startswith(_GLUE_STARTS)
 
 
 def _glue_point(line: str, known: Iterable[str]) -> int:

@@ -597,7 +597,7 @@ class Reducer:
         self.changes.servers.add(s.name)
 
     def _banner_line(self, text: str, ev: Evidence) -> bool:
-        m = gl.BANNER_RE.match(text)
+        m = gl.BANNER_RE.match(text) if text[:1] == "[" else None
         if m:
             self._banner = m.group(2)
             s = self.server(self._banner)
