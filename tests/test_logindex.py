@@ -4,6 +4,8 @@ import os
 import random
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -380,6 +382,37 @@ def test_split_then_append_then_truncate(tmp_path, split_small):
     assert ix.refresh().reset and lines_of(ix) == [f"t{i}" for i in range(1000)]
     ix.close()
     assert all(c.poll() is not None for c in split_small)      # every child reaped
+
+
+def test_close_while_a_child_starts_stops_it(tmp_path, split_small, monkeypatch):
+    """close() while the index's thread starts the back half's child: that child is stopped too,
+    not left counting its half to the end with close() waiting on it (a child here: 5 s)."""
+    real = logindex.subprocess.Popen
+    opened: list[LogIndex] = []
+    closers: list[threading.Thread] = []
+    made: list = []
+
+    def start_child(args, **kw):
+        while not opened:
+            time.sleep(0.001)
+        ix = opened[0]
+        if made:           # the back half: the user closes the log just now
+            before = ix.generation
+            closers.append(threading.Thread(target=ix.close))
+            closers[0].start()
+            while ix.generation == before:
+                time.sleep(0.001)
+            closers[0].join(0.3)    # (the old close() stopped the children listed so far and went on)
+        made.append(real([sys.executable, "-c", "import time; time.sleep(5)"], **kw))
+        return made[-1]
+    monkeypatch.setattr(logindex.subprocess, "Popen", start_child)
+    p = tmp_path / "a.log"
+    write(p, random_log(random.Random(3), 3000))
+    opened.append(LogIndex(p, sync_lines=0))
+    opened[0].wait(30)
+    for closer in closers:
+        closer.join(30)
+    assert len(made) == 2 and all(c.returncode is not None and c.returncode < 0 for c in made)
 
 
 def test_find_and_filter_agree_with_every_line_checked(tmp_path, monkeypatch):
