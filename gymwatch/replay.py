@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from .core.layout import REPLAY_MARKER
+
 TIMELINE = "timeline.jsonl"
-MARKER = ".gymwatch-replay"          # tells the live screen this run has no processes to look for
+MARKER = REPLAY_MARKER               # tells the live screen this run has no processes to look for
 RECORDER_FILES = {"README.md", "truth.json", TIMELINE, "commands.txt"}
 RECORDER_DIRS = {"_driver", "_stub"}
 END_NAMES = {"summary.json", "report.html", "scores.jsonl", "trials.jsonl", "tasks.jsonl"}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 MANIFEST_NAME = "gymwatch-manifest.json"
+REPLAY_MARKER = ".gymwatch-replay"      # `gymwatch replay` writes the run: no processes to look for
 SIDE_FAILURES = "_failures"
 SIDE_MATERIALIZED = "_materialized_inputs"
 SIDE_AGGREGATE = "_aggregate_metrics"

@@ -10,8 +10,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
@@ -37,6 +35,9 @@ def is_loopback(url: str) -> bool:
 def _get(url: str) -> tuple[int, bytes]:
     if not is_loopback(url):
         raise HeadError(f"{url}: not a loopback address; gymwatch only probes 127.0.0.1/localhost")
+    import urllib.error     # here: ~25 ms of the screen's start, for runs watched with --head only
+    import urllib.request
+
     req = urllib.request.Request(url, headers={"User-Agent": "gymwatch"})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # never via a proxy
     try:

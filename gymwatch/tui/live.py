@@ -13,12 +13,11 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core.layout import NotARun
+from ..core.layout import REPLAY_MARKER, NotARun
 from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState
 from ..core.reducer import Changes
 from ..core.session import RunSession, carry_times
 from ..core.verdict import collector_ended
-from ..replay import MARKER
 
 RATE_WINDOW = 60.0   # seconds of samples behind the trials/s rate
 # A log's first timestamp starts the elapsed clock when it is this recent (a replay of an old
@@ -32,7 +31,7 @@ class LiveRun:
                  check_processes: Optional[bool] = None):
         self.path, self.logs, self.clock = path, logs, clock
         root = Path(path).expanduser()
-        self.replay = (root / MARKER).is_file()
+        self.replay = (root / REPLAY_MARKER).is_file()
         if check_processes is None:
             check_processes = not (self.replay or os.environ.get("GYMWATCH_NO_PROCESS_CHECK"))
         self.check_processes = check_processes
