@@ -76,6 +76,12 @@ def pattern(server: str, access: bool, first_run: bool):
     return pat
 
 
+def literals(words: tuple[bytes, ...]):
+    """One compiled search for any of `words` (RE2's DFA: one pass over a block, whatever their
+    number)."""
+    return re2.compile(b"|".join(re.escape(w) for w in words), _OPTIONS)
+
+
 def find(pat, block: bytes, pos: int, end: int) -> int:
     """Where the first match of the compiled `pat` in block[pos:end] starts; -1 if none. The
     wrapper's `search` makes a generator and a Match object a call (~3.5 us of its ~5.7 us on a

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .logscan import find, literals
 from .markers import MARKER_KEYWORDS, is_error_line
 
 
@@ -31,7 +32,7 @@ class Matcher:
         """Byte offsets in `data` where a match may be: [] rules the block out, None means
         every line must be tested (inverted text, non-ASCII text)."""
         if self.errors_only:
-            hits = _positions(data, _KEYWORDS)
+            hits = _keyword_lines(data)
             if not hits or not self.text or self.invert:
                 return hits
         if not self.text or self.invert or not self.text.isascii():
@@ -70,5 +71,23 @@ def _positions(data: bytes, needles: tuple[bytes, ...]) -> list[int]:
     return out
 
 
-# Markers' keywords as bytes, to find candidate lines in a block at memchr speed.
-_KEYWORDS = tuple(k.encode() for k in MARKER_KEYWORDS)
+def _keyword_lines(data: bytes) -> list[int]:
+    """Where the first of the markers' keywords is in each line holding one, ascending: one
+    search of all of them, resumed at the next line (a `find` a keyword took a pass over the
+    block each: ~20 passes, 2/3 of an errors-only filter's time)."""
+    out: list[int] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        i = find(_KEYWORDS, data, pos, end)
+        if i < 0:
+            break
+        out.append(i)
+        nl = data.find(b"\n", i)
+        nl = end if nl < 0 else nl
+        cr = data.find(b"\r", i, nl)         # a lone \r ends a line too (the index's lines)
+        pos = (cr if cr >= 0 else nl) + 1
+    return out
+
+
+# The markers' keywords: one search finds the lines that may hold a marker.
+_KEYWORDS = literals(tuple(k.encode() for k in MARKER_KEYWORDS))
