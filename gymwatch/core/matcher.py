@@ -2,8 +2,9 @@
 
 A `Matcher` is a text (case-insensitive by default; `!text` inverts) and/or the core's error
 markers (the errors-only filter). It answers at two levels: `candidates()` finds where in a
-block's bytes a match may be (memchr speed, so most blocks are ruled out undecoded), and
-`line()` decides for one decoded line. `LogIndex.scan()` walks a file's blocks with it.
+block's bytes a match may be (a text by memchr, the markers' keywords by one RE2 search: most
+blocks are ruled out undecoded), and `line()` decides for one decoded line. `LogIndex.scan()`
+walks a file's blocks with it.
 """
 
 from __future__ import annotations
