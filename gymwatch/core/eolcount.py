@@ -50,6 +50,15 @@ def count_eols(data: bytes | bytearray, a: int, b: int) -> int:
     return data.count(b"\n", a, b) + lone_crs(data, a, b)
 
 
+def line_end(data: bytes | bytearray, at: int) -> int:
+    """Where the line holding data[at] ends: at its \r (of a \r\n, or a lone one) or its \n, else
+    at the end of data. (The \r is looked for only up to the \n: a free search would run far.)"""
+    end = data.find(b"\n", at)
+    end = len(data) if end < 0 else end
+    cr = data.find(b"\r", at, end)
+    return cr if cr >= 0 else end
+
+
 class EolScan:
     """Where a scan of a file stands. `end`: just past the last line end counted; `probe`:
     scanned up to here (beyond `end` while a long line has no end yet); `pending_cr`: stopped

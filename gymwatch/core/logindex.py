@@ -421,10 +421,7 @@ def _hit_lines(data: bytes, hits: list[int]) -> Iterator[tuple[int, bytes]]:
             continue                              # another hit in the line just given
         start = max(data.rfind(b"\n", pos, h), data.rfind(b"\r", pos, h)) + 1 or pos
         n += eolcount.count_eols(data, pos, start)
-        end = data.find(b"\n", h)
-        end = len(data) if end < 0 else end
-        cr = data.find(b"\r", h, end)            # bounded: \r is rare, a free search runs far
-        end = cr if cr >= 0 else end
+        end = eolcount.line_end(data, h)
         yield n, data[start:min(end, start + CAP)]
         n += 1
         pos = end + (2 if data[end:end + 2] == b"\r\n" else 1)

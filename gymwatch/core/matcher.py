@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .eolcount import line_end
 from .logscan import find, literals
 from .markers import MARKER_KEYWORDS, is_error_line
 
@@ -83,10 +84,7 @@ def _keyword_lines(data: bytes) -> list[int]:
         if i < 0:
             break
         out.append(i)
-        nl = data.find(b"\n", i)
-        nl = end if nl < 0 else nl
-        cr = data.find(b"\r", i, nl)         # a lone \r ends a line too (the index's lines)
-        pos = (cr if cr >= 0 else nl) + 1
+        pos = line_end(data, i) + 1       # (a lone \r ends a line too: the index's lines)
     return out
 
 
