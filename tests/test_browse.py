@@ -707,3 +707,35 @@ def test_snapshot_compare_screen(snap_compare, tmp_path, monkeypatch):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(110, 30), run_before=run_before)
+
+
+@pytest.mark.parametrize("screen", ["detail", "compare", "line"])
+@pytest.mark.parametrize("closed_by", ["escape", "quit"])
+async def test_a_screen_closed_before_it_was_set_up_sets_nothing_up(screen, closed_by, monkeypatch):
+    """Enter then escape (or q) in one burst can pop the screen (or quit the app) before the
+    screen's Mount is handled: it then sets nothing up (it raised NoMatches, ending the app with
+    exit code 1, or read runs nobody would see)."""
+    from textual.app import App
+
+    from gymwatch.core.model import Evidence
+    from gymwatch.tui.logview import LogView
+
+    started: list[str] = []
+    for cls, name in ((LogView, "open"), (LogView, "open_merged"), (CompareScreen, "load")):
+        monkeypatch.setattr(cls, name, lambda *a, _n=name, **k: started.append(_n))
+    made = {"detail": lambda: RunDetail(str(CASES / "aborted_500")),
+            "compare": lambda: CompareScreen(str(CASES / "aborted_500"), str(CASES / "some_never_ran")),
+            "line": lambda: EvidenceScreen(str(CASES / "aborted_500"), Evidence("logs/policy_model.log", 3))}
+    app = App()
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.push_screen(made[screen]())
+        if closed_by == "quit":
+            app.exit()
+            await pilot.pause()
+        else:
+            app.pop_screen()                      # handled before the screen's Mount
+            for _ in range(5):
+                await pilot.pause()
+            assert app.return_code is None and len(app.screen_stack) == 1
+        assert started == []
+    assert app.return_code == (0 if closed_by == "quit" else None)

@@ -173,8 +173,8 @@ def test_attach_on_a_launched_run_can_stop_it_on_quit(tmp_path, run_dirs):
     run_dirs.append(plan.run_dir)
     launch(plan)
     assert is_live(plan.run_dir)
-    code, _ = run_screen(["attach", str(plan.run_dir), "--on-quit", "stop"], keys=b"q")
-    assert code == 0
+    code, _, out = run_screen(["attach", str(plan.run_dir), "--on-quit", "stop"], keys=b"q")
+    assert code == 0, out
     assert wait_for(lambda: not is_live(plan.run_dir), 60, "the run to stop")
 
 

@@ -2,6 +2,8 @@
 
 import os
 import pty
+import re
+import select
 import subprocess
 import sys
 import time
@@ -57,8 +59,10 @@ def test_a_live_collector_is_found_by_its_command_line(tmp_path, fake_gym):
     assert verdict(s.state).name == "collecting"
 
 
-def run_screen(args: list[str], keys: bytes = b"q", settle: float = 3.0) -> tuple[int, list[int]]:
-    """Run a gymwatch screen in a pty, type `keys`, wait for it to exit: (exit code, children seen)."""
+def run_screen(args: list[str], keys: bytes | list[bytes] = b"q", settle: float = 3.0) -> tuple[int | None, list[int], str]:
+    """Run a gymwatch screen in a pty, type `keys` (a list: one item at a time, 0.3 s apart), wait
+    for it to exit: (exit code, None if it did not; children seen; the end of what it printed,
+    escapes removed: a crash's traceback, or the screen it stayed on, for the failure message)."""
     master, slave = pty.openpty()
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40", TEXTUAL_ANIMATIONS="none",
                XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME", "/tmp/gymwatch-test-cache"))
@@ -66,29 +70,48 @@ def run_screen(args: list[str], keys: bytes = b"q", settle: float = 3.0) -> tupl
                             stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
     os.close(slave)
     os.set_blocking(master, False)
+    out = bytearray()
+
+    def drain() -> bool:
+        try:
+            out.extend(os.read(master, 65536))
+        except BlockingIOError:
+            pass
+        except OSError:
+            return False
+        del out[:-65536]
+        return True
+
     try:
         time.sleep(settle)
         kids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-        os.write(master, keys)
+        for i, burst in enumerate([keys] if isinstance(keys, bytes) else keys):
+            if i:
+                time.sleep(0.3)
+            os.write(master, burst)
+            drain()
         deadline = time.monotonic() + 20
-        while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                os.read(master, 65536)    # keep the pty drained
-            except BlockingIOError:
-                pass
-            except OSError:
-                break
+        while proc.poll() is None and time.monotonic() < deadline and drain():
             time.sleep(0.05)
-        return proc.wait(timeout=5), kids
+        code = proc.poll()                    # None: still running 20 s after the last key
+        deadline = time.monotonic() + 2       # what it printed last
+        while time.monotonic() < deadline and select.select([master], [], [], 0.2)[0] and drain():
+            pass
+        return code, kids, _plain(bytes(out))[-8000:]
     finally:
         if proc.poll() is None:
             proc.kill()
         os.close(master)
 
 
+def _plain(raw: bytes) -> str:
+    """Terminal output as text: escape sequences dropped."""
+    return re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-_])", "", raw.decode("utf-8", "replace"))
+
+
 def test_attach_quits_cleanly_leaving_no_children():
-    code, kids = run_screen(["attach", str(CASES / "aborted_500")])
-    assert code == 0
+    code, kids, out = run_screen(["attach", str(CASES / "aborted_500")])
+    assert code == 0, out
     assert not [k for k in kids if psutil.pid_exists(k) and psutil.Process(k).status() != psutil.STATUS_ZOMBIE]
 
 
@@ -100,8 +123,12 @@ def test_attach_report_and_browse_never_write_into_the_run(tmp_path):
     root = tmp_path / "runs" / "run"
     shutil.copytree(CASES / "some_never_ran", root)
     before = tree_hash(tmp_path / "runs")
-    assert run_screen(["attach", str(root)], keys=b"]\r\tq")[0] == 0
-    assert run_screen(["browse", str(tmp_path / "runs")], keys=b"q")[0] == 0
+    # next failure, its card, the card's lines, the card closed, quit (one at a time: where a key
+    # lands must not depend on how fast the screen is)
+    code, _, out = run_screen(["attach", str(root)], keys=[b"]", b"\r", b"\t", b"\x1b", b"q"])
+    assert code == 0, out
+    code, _, out = run_screen(["browse", str(tmp_path / "runs")], keys=b"q")
+    assert code == 0, out
     subprocess.run([sys.executable, "-m", "gymwatch", "report", str(root), "--format", "json"],
                    capture_output=True, timeout=60)
     subprocess.run([sys.executable, "-m", "gymwatch", "browse", str(tmp_path / "runs"), "--format", "json"],

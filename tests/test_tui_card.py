@@ -137,3 +137,31 @@ async def test_t_shows_every_servers_log_around_the_trial():
         path, line = view.current()
         assert path.endswith("logs/mcqa_simple_agent.log") and line == 8
         assert "around logs/mcqa_simple_agent.log:8" in str(app.pane.border_title)
+
+
+async def test_q_typed_ahead_of_the_card_closes_it_and_the_screen_goes_on():
+    """Enter then q in one burst (a paste, a busy machine) can close the card before its Mount is
+    handled, its widgets already gone: that ended the app with NoMatches (exit code 1)."""
+    app = fixture_app(CASES / "some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        app.open_trial_card(app.live.state.trials[(1, 0)])
+        card = app.screen
+        assert isinstance(card, TrialCard) and not card.is_mounted
+        card.action_close()                       # q, handled before the card's Mount
+        await pilot.pause()
+        assert not isinstance(app.screen, TrialCard) and app.return_code is None
+        await pilot.press("]")                    # the screen still answers
+        assert await wait_for(pilot, lambda: app._fail_idx == 0)
+
+
+async def test_quitting_while_a_card_opens_quits_cleanly():
+    """Enter then q can also reach the app first (the card is pushed by a message Enter posted):
+    the app quits while the card mounts, which must not turn a quit into a crash."""
+    app = fixture_app(CASES / "some_never_ran")
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        app.open_trial_card(app.live.state.trials[(1, 0)])
+        app.exit()
+        await pilot.pause()
+    assert app.return_code == 0

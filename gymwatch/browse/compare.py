@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Static
 from ..core.model import Evidence, RunState
 from ..core.sanitize import clean
 from ..diff import Unreadable, compare, counts_text, load, reward, seconds, short_counts, status
+from ..tui.typeahead import closed_early
 from .fmt import rel
 
 CHANGE_STYLE = {"worse": "bold red", "better": "green", "changed": "yellow"}
@@ -65,6 +66,8 @@ class CompareScreen(Screen):
         return clean(rel(path, self.roots)) if self.roots else clean(path)
 
     def on_mount(self) -> None:
+        if closed_early(self):
+            return
         self.query_one("#cmp-trials", DataTable).focus()
         self.load()
 
@@ -184,6 +187,8 @@ class EvidenceScreen(Screen):
     def on_mount(self) -> None:
         from ..tui.logview import LogView
 
+        if closed_early(self):
+            return
         view = self.query_one(LogView)
         path = self.ev.file if os.path.isabs(self.ev.file) else os.path.join(self.root, self.ev.file)
         view.border_title = clean(self.ev.where())

@@ -30,6 +30,7 @@ from ..core.model import (
     V_STARTING, V_STARTUP_FAILED,
 )
 from ..core.sanitize import clean
+from ..tui.typeahead import closed_early
 from .cache import SummaryCache
 from .compare import CompareScreen
 from .fmt import COLUMNS, ERROR, PROBLEM, VERDICT_ORDER, cells, fit
@@ -514,6 +515,8 @@ class RunDetail(Screen):
     def on_mount(self) -> None:
         from ..tui.logview import LogView
 
+        if closed_early(self):
+            return
         view = self.query_one(LogView)
         view.border_title = "logs"
         sources = run_logs(self.path)

@@ -1,1 +1,1 @@
-"""The live screen (`gymwatch attach PATH`). The only package that imports Textual."""
+"""The live screen (`gymwatch attach PATH`), and the screens the runs browser borrows from it."""

@@ -20,6 +20,7 @@ from ..core.card import Card
 from ..core.model import Evidence
 from ..core.sanitize import clean
 from .fmt import STATUS_LOOK
+from .typeahead import closed_early
 
 
 def card_text(card: Card) -> Text:
@@ -101,6 +102,8 @@ class TrialCard(ModalScreen[Union[Evidence, AroundIt, None]]):
         yield Footer()
 
     def on_mount(self) -> None:
+        if closed_early(self):
+            return
         lines = self.query_one(OptionList)
         if self.card.lines:
             lines.highlighted = 0
