@@ -115,6 +115,18 @@ def test_attach_quits_cleanly_leaving_no_children():
     assert not [k for k in kids if psutil.pid_exists(k) and psutil.Process(k).status() != psutil.STATUS_ZOMBIE]
 
 
+@pytest.mark.parametrize("command", ["attach", "browse"])
+def test_q_typed_while_the_screen_starts_quits_it(command, tmp_path):
+    """q typed before the screen is up (it sits in the terminal's input meanwhile) quits it: the
+    browser's list was pushed once the app had started, and a q read before then was lost."""
+    import shutil
+
+    shutil.copytree(CASES / "some_never_ran", tmp_path / "runs" / "run")
+    target = tmp_path / "runs" / ("run" if command == "attach" else "")
+    code, _, out = run_screen([command, str(target)], keys=b"q", settle=0.05)
+    assert code == 0, out
+
+
 def test_attach_report_and_browse_never_write_into_the_run(tmp_path):
     import shutil
 

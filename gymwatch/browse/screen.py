@@ -159,6 +159,7 @@ class BrowseScreen(Screen):
         Binding("escape", "clear", "Clear filter", show=False),
         Binding("q", "app.quit", "Quit"),
     ]
+    AUTO_FOCUS = "#runs"      # keys typed ahead go to the list, not into the filter box
 
     def __init__(self, state: BrowseState):
         super().__init__()
@@ -565,8 +566,10 @@ class BrowseApp(App):
         super().__init__()
         self.st = state
 
-    def on_mount(self) -> None:
-        self.push_screen(BrowseScreen(self.st))
+    def get_default_screen(self) -> Screen:
+        # The list is the app's first screen, not one pushed once it starts: a q typed while
+        # `gymwatch browse` starts up reaches the list's bindings instead of a blank screen's.
+        return BrowseScreen(self.st)
 
 
 def run_browser(roots: list[str], use_cache: bool = True) -> int:
