@@ -20,7 +20,6 @@ from typing import Callable, Optional
 from .core.layout import REPLAY_MARKER
 
 TIMELINE = "timeline.jsonl"
-MARKER = REPLAY_MARKER               # tells the live screen this run has no processes to look for
 RECORDER_FILES = {"README.md", "truth.json", TIMELINE, "commands.txt"}
 RECORDER_DIRS = {"_driver", "_stub"}
 END_NAMES = {"summary.json", "report.html", "scores.jsonl", "trials.jsonl", "tasks.jsonl"}
@@ -118,7 +117,7 @@ class Replayer:
         self.sizes: dict[str, int] = {}
         self._final: dict[str, bytes] = {}
         self.dst.mkdir(parents=True, exist_ok=True)
-        (self.dst / MARKER).write_text(json.dumps({"src": str(self.src)}) + "\n", encoding="utf-8")
+        (self.dst / REPLAY_MARKER).write_text(json.dumps({"src": str(self.src)}) + "\n", encoding="utf-8")
 
     @property
     def end(self) -> float:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from gymwatch.cli import main
-from gymwatch.replay import MARKER, Replayer, ReplayError, load_timeline, run_files, synthesize
+from gymwatch.core.layout import REPLAY_MARKER
+from gymwatch.replay import Replayer, ReplayError, load_timeline, run_files, synthesize
 from conftest import CASES
 
 
@@ -25,7 +26,7 @@ def test_timeline_replay_ends_with_the_recorded_files(tmp_path: Path):
     rp.step_to(rp.end)
     assert rp.done
     same_tree(CASES / "live_timeline", tmp_path / "out")
-    assert (tmp_path / "out" / MARKER).is_file()
+    assert (tmp_path / "out" / REPLAY_MARKER).is_file()
 
 
 def test_refuses_a_destination_with_files(tmp_path: Path):

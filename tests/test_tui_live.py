@@ -75,7 +75,7 @@ def test_elapsed_starts_at_the_first_stamp_of_a_late_attach_not_of_a_replay(tmp_
     lines carry the recording's times (yesterday's), so its clock starts when the screen opened."""
     import datetime as dt
 
-    from gymwatch.replay import MARKER
+    from gymwatch.core.layout import REPLAY_MARKER
     from gymwatch.tui.live import LiveRun
 
     opened = dt.datetime(2026, 12, 2, 12, 0, 0).timestamp()
@@ -86,7 +86,7 @@ def test_elapsed_starts_at_the_first_stamp_of_a_late_attach_not_of_a_replay(tmp_
         (run / "gym_env_start.stdout.log").write_text(
             f"{stamp}\tINFO worker.py:2029 -- Started a local Ray instance.\nWaiting for head server to spin up\n")
         if replay:
-            (run / MARKER).write_text("{}\n")
+            (run / REPLAY_MARKER).write_text("{}\n")
         live = LiveRun(str(run), clock=lambda: opened, check_processes=False)
         live.poll()
         assert live.started_at() == (opened if replay else opened - 5 * 3600), name

@@ -51,8 +51,8 @@ def count_eols(data: bytes | bytearray, a: int, b: int) -> int:
 
 
 def line_end(data: bytes | bytearray, at: int) -> int:
-    """Where the line holding data[at] ends: at its \r (of a \r\n, or a lone one) or its \n, else
-    at the end of data. (The \r is looked for only up to the \n: a free search would run far.)"""
+    """Where the line holding data[at] ends: at its \\r (of a \\r\\n, or a lone one) or its \\n,
+    else at the end of data. (The \\r is looked for only up to the \\n: a free search would run far.)"""
     end = data.find(b"\n", at)
     end = len(data) if end < 0 else end
     cr = data.find(b"\r", at, end)
