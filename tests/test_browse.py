@@ -311,6 +311,26 @@ def test_a_pool_lists_the_same_runs_in_the_same_order(tmp_path, monkeypatch, kin
     assert reaped
 
 
+def test_workers_process_starts_during_the_walk_only_when_runs_are_new(tmp_path, pools, monkeypatch, user_cache):
+    """A caller with threads (the browse screen) starts its workers' process once the walk has
+    found POOL_MIN_RUNS runs the cache never saw, so that it imports while the walk goes on;
+    a listing of cached runs, or with one job, starts none."""
+    root = make_tree(tmp_path / "runs")
+    alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
+    assert not pools
+    real_walk, seen = runs_mod.walk, []
+
+    def walk(roots):
+        for found in real_walk(roots):
+            seen.append(len(pools))           # pools made before this run was found
+            yield found
+    monkeypatch.setattr(runs_mod, "walk", walk)
+    assert list_runs([root], SummaryCache(), jobs=2) == alone
+    assert seen == [0, 0] + [1] * (len(CASE_NAMES) - 2) and len(pools) == 1
+    assert pools[0].proc.returncode is not None
+    assert list_runs([root], SummaryCache(), jobs=2) == alone and len(pools) == 1     # all cached
+
+
 def test_a_dead_forked_worker_is_made_up_for_in_process(tmp_path, forked_pools, monkeypatch):
     import os
     import signal

@@ -30,18 +30,20 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     when that changed (summary.still_true): a process came or went, or the files fell quiet."""
     cache = cache if cache is not None else SummaryCache()
     sweep = ProcessSweep()            # the process table, read once and only if a run needs it
-    with bulk_load():                 # (a warm listing is mostly this: ~20 objects a run, kept)
-        found = list(walk(roots))
-        paths = [f.dir for f in found]
-        # a listing of many runs never seen has their signatures made by its workers, in parallel
-        # (the stat calls of 1,000 runs are ~0.08 s before any worker could start)
-        sigs, summaries = fresh.check(found, paths, cache, sign_new_below=POOL_MIN_RUNS)
-        summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
-    cold = [i for i, s in enumerate(summaries) if s is None]
     jobs = default_jobs() if jobs is None else jobs
-    n = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
-    pool = _pool(n, sweep, len(cold))
+    early = _Early(jobs, cache)
+    pool: Optional[WorkerPool | ForkPool] = None
     try:
+        with bulk_load():             # (a warm listing is mostly this: ~20 objects a run, kept)
+            found = [early.saw(f) for f in walk(roots)]
+            paths = [f.dir for f in found]
+            # a listing of many runs never seen has their signatures made by its workers, in parallel
+            # (the stat calls of 1,000 runs are ~0.08 s before any worker could start)
+            sigs, summaries = fresh.check(found, paths, cache, sign_new_below=POOL_MIN_RUNS)
+            summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
+        cold = [i for i, s in enumerate(summaries) if s is None]
+        n = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
+        pool = _pool(n, sweep, len(cold), early.take())
         made = pool.map([(paths[i], sigs[i]) for i in cold], [found[i] for i in cold]) if pool else None
         out = []
         for i, f in enumerate(found):
@@ -57,10 +59,41 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
             if on_run is not None:
                 on_run(summary)
     finally:
+        early.close()
         if pool is not None:
             pool.close()
     cache.save()
     return out
+
+
+class _Early:
+    """A WorkerPool's process started while the walk goes on, once it has found POOL_MIN_RUNS runs
+    the cache never saw: the process imports the core (~0.25 s) meanwhile, not after the walk.
+    Only where ForkPool cannot be used (a caller with threads: the browse screen)."""
+
+    def __init__(self, jobs: int, cache: SummaryCache):
+        self.jobs, self.cache = jobs, cache
+        self.new = 0
+        self.pool: Optional[WorkerPool] = None
+
+    def saw(self, found: Found) -> Found:
+        if self.new < POOL_MIN_RUNS and self.jobs >= 2 and not self.cache.knows(found.dir):
+            self.new += 1
+            if self.new == POOL_MIN_RUNS and not can_fork():
+                try:
+                    self.pool = WorkerPool(self.jobs)
+                except BrokenPool:
+                    pass
+        return found
+
+    def take(self) -> Optional[WorkerPool]:
+        pool, self.pool = self.pool, None
+        return pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
 
 def _worth_a_pool(cold: list[int], sigs: list[Optional[list]]) -> bool:
@@ -69,11 +102,16 @@ def _worth_a_pool(cold: list[int], sigs: list[Optional[list]]) -> bool:
     return sum(size or 0 for i in cold for _, size, _ in sigs[i] or ()) >= POOL_MIN_BYTES
 
 
-def _pool(n: int, sweep: Optional[ProcessSweep] = None, runs: int = 0) -> Optional[WorkerPool | ForkPool]:
-    if n < 2:
-        return None
-    if can_fork() and runs <= FORK_MAX_RUNS:
-        return ForkPool(n, sweep)
+def _pool(n: int, sweep: Optional[ProcessSweep] = None, runs: int = 0,
+          started: Optional[WorkerPool] = None) -> Optional[WorkerPool | ForkPool]:
+    """The pool for `n` workers (None: make the summaries here); `started`: a WorkerPool started
+    during the walk (closed when not wanted after all)."""
+    if n < 2 or can_fork() and runs <= FORK_MAX_RUNS:
+        if started is not None:
+            started.close()
+        return ForkPool(n, sweep) if n >= 2 else None
+    if started is not None:
+        return started
     try:
         return WorkerPool(n)
     except BrokenPool:
