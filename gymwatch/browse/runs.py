@@ -106,7 +106,7 @@ def _pool(n: int, sweep: Optional[ProcessSweep] = None, runs: int = 0,
           started: Optional[WorkerPool] = None) -> Optional[WorkerPool | ForkPool]:
     """The pool for `n` workers (None: make the summaries here); `started`: a WorkerPool started
     during the walk (closed when not wanted after all)."""
-    if n < 2 or can_fork() and runs <= FORK_MAX_RUNS:
+    if n < 2 or (can_fork() and runs <= FORK_MAX_RUNS):
         if started is not None:
             started.close()
         return ForkPool(n, sweep) if n >= 2 else None

@@ -41,8 +41,9 @@ VERDICT_STYLE = {V_OK: "green", V_SOME_NEVER_RAN: "bold magenta", V_NO_AGENT_RAN
                  V_SOME_FAILED: "yellow", ERROR: "red", V_STARTING: "cyan", V_COLLECTING: "cyan"}
 SORTS = tuple(k for k, _ in COLUMNS)
 # Seconds between batches of runs handed to the UI while scanning: the first run at once and the
-# next batch soon (the screen fills), the rest seldom (each batch redraws every visible row: 22 batches cost the UI ~30% of
-# its CPU in a cold scan of 1,000 runs, on cores the workers need).
+# next batch soon (the screen fills), the rest seldom (each batch redraws every visible row: a
+# batch every 0.1 s cost the UI ~30% of its CPU in a cold scan of 1,000 runs, on cores the
+# workers need).
 FIRST_FLUSH, FLUSH_EVERY = 0.1, 0.5
 _COUNT_KEYS = {"completed", "failed", "never_ran", "missing"}
 
