@@ -342,7 +342,7 @@ def needles(lay: RunLayout) -> list[str]:
 def quick_info(lay: RunLayout) -> RunInfo:
     info = RunInfo()
     for d in lay.hydra_dirs:
-        text = _read_text(d / ".hydra" / "config.yaml")
+        text = _read_text(os.path.join(d, ".hydra", "config.yaml"))
         for kind, name in config._KIND_RE.findall(text):
             if kind == "resources_servers":
                 info.environment = info.environment or name
@@ -355,7 +355,7 @@ def quick_info(lay: RunLayout) -> RunInfo:
     return info
 
 
-def _read_text(path: Path, limit: int = 1 << 20) -> str:
+def _read_text(path: str, limit: int = 1 << 20) -> str:
     try:
         with open(path, "rb") as fh:      # (a text-mode file costs an isatty call and a decoder)
             return read_at_most(fh, limit).decode("utf-8", "replace")
