@@ -169,6 +169,9 @@ def test_redaction():
         "policy_api_key": REDACTED, "nested": {"hf_token": REDACTED, "ok": 1}, "l": [f"password={REDACTED}"]}
     assert "s3cr3t" not in redact_text('{"client_secret": "s3cr3t"}')
     assert redact_text("AUTH_CREDENTIALS: abc") == f"AUTH_CREDENTIALS: {REDACTED}"
+    # the quick way out (no secret word at all) must not skip a word in any case or spelling
+    assert redact_text("x Api-Key = v1 y PassWD:v2") == f"x Api-Key = {REDACTED} y PassWD:{REDACTED}"
+    assert redact_text("no key here: value") == "no key here: value"
 
 
 def test_clean_strips_escapes():

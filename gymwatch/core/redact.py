@@ -31,6 +31,8 @@ def redact_obj(obj: Any) -> Any:
 
 
 def redact_text(text: str) -> str:
+    if SECRET_KEY_RE.search(text) is None:      # every assignment names one: a quick way out
+        return text
     return _ASSIGN_RE.sub(lambda m: f"{m.group('key')}{m.group('sep')}{REDACTED}", text)
 
 
