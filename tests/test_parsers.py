@@ -291,6 +291,28 @@ def test_every_parent_pattern_match_holds_a_keyword(index):
     check()
 
 
+GATED = sorted(name for name, value in vars(gl).items() if isinstance(value, gl.Gated))
+
+
+@pytest.mark.parametrize("name", GATED)
+def test_every_match_of_a_gated_pattern_holds_one_of_its_words(name):
+    """A gated pattern is searched only in text holding one of its words: it may miss nothing."""
+    gated = getattr(gl, name)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(gated.regex))
+    def check(line):
+        assert any(w in line for w in gated.words), line
+        assert gated.search(line) is not None
+    check()
+
+
+def test_the_gated_patterns_are_the_slow_ones():
+    assert {"PENDING_RE", "ENDPOINT_FAILED_RE", "COLLECT_START_RE", "VENV_RE", "STARTING_RE", "SHUTDOWN_RE",
+            "STOPPING_RE"} <= set(GATED)
+    assert gl.PENDING_RE.search("2026-11-29 10:13:13,754 WARNING 12 34 56 servers") is None
+
+
 @pytest.mark.parametrize("data, whole", [
     (b'[{"mean/reward": 0.5, "per_task": [1, 2], "name": "x\\u00e9"}]', True),
     (b'{"mean/reward": NaN}', True),                      # Python's json writes NaN: still whole

@@ -23,6 +23,7 @@ from typing import Optional
 
 import re2
 
+from . import gymlines as gl
 from .gymlines import split_prefix
 from .markers import MARKER_KEYWORDS
 from .tail import decode
@@ -30,13 +31,11 @@ from .tail import decode
 # Lines a steady server's line-by-line path acts on, by the pattern that acts (core/servers.py,
 # core/reducer.py): each of those patterns' matches holds one of its literals here.
 STEADY_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "VENV_RE": ("Using CPython ", "Creating virtual environment", "Using Python "),
+    "VENV_RE": gl.VENV_RE.words,
     "UVICORN_RE": ("Uvicorn running on ",),
-    "STARTING_RE": ("Connecting to Ray cluster", "Connected to Ray cluster", "Adding a uvicorn logging filter",
-                    "Started server process", "Waiting for application startup", "Application startup complete"),
-    "SHUTDOWN_RE": ("Application shutdown complete", "Finished server process"),
-    "STOPPING_RE": ("Shutting down", "Waiting for application shutdown", "Application shutdown complete",
-                    "Finished server process"),
+    "STARTING_RE": gl.STARTING_RE.words,
+    "SHUTDOWN_RE": gl.SHUTDOWN_RE.words,
+    "STOPPING_RE": gl.STOPPING_RE.words,
     "CHAINED": ("The above exception", "During handling of the above exception"),
     "VENV_LOCK_RE": ("Waiting for virtual environment setup",),
     "GYM_PACKAGE_RE": ("nemo-gym==",),
@@ -79,7 +78,12 @@ def pattern(server: str, access: bool, first_run: bool):
 def literals(words: tuple[bytes, ...]):
     """One compiled search for any of `words` (RE2's DFA: one pass over a block, whatever their
     number)."""
-    return re2.compile(b"|".join(re.escape(w) for w in words), _OPTIONS)
+    return alternatives([re.escape(w) for w in words])
+
+
+def alternatives(patterns: list[bytes]):
+    """One compiled search for any of the RE2 `patterns`."""
+    return re2.compile(b"|".join(patterns), _OPTIONS)
 
 
 def find(pat, block: bytes, pos: int, end: int) -> int:

@@ -13,7 +13,7 @@ import re
 from typing import Callable, Iterator, Optional
 
 from . import gymlines as gl
-from . import attempts, health, logscan, records
+from . import attempts, health, logscan, records, streamscan
 from .layout import BOTH, EVAL, VALIDATE
 from .stamps import STAMP_START, line_stamp
 from .model import (
@@ -384,6 +384,63 @@ class Reducer:
             return
         for piece in gl.unglue(text, self.state.servers.keys()):
             self._stream_piece(role, file, lineno, piece)
+
+    def stream_block(self, role: str, file: str, first: int, block: bytes) -> None:
+        """Lines `first`.. of a captured stream, whole (each ends with a newline, none holds a
+        \r), with the effect of giving each to `stream_line`: while no line-by-line state is
+        open, the lines up to the next that holds a keyword (core/streamscan.py), or a server's
+        line that may change something, are skipped in C."""
+        pos, lineno, end = 0, first, len(block)
+        hot = -1              # the next line that holds a keyword, while it is ahead
+        # (servers met in the block only make it read more lines one by one than it needs to)
+        pattern = streamscan.hot_pattern(self._quiet_servers())
+        while pos < end:
+            if self._stream_steady(file, lineno):
+                if hot < pos:
+                    hot = streamscan.next_hot(pattern, block, pos, end)
+                if hot > pos:
+                    self._quiet_lines(role, file, block, pos, hot, lineno)
+                    lineno += block.count(b"\n", pos, hot)
+                    pos = hot
+                    if pos >= end:
+                        break
+            nl = block.index(b"\n", pos)
+            self.stream_line(role, file, lineno, decode(block[pos:nl]))
+            pos, lineno = nl + 1, lineno + 1
+
+    def _stream_steady(self, file: str, lineno: int) -> bool:
+        """No state that reads the next lines one by one is open: a banner's fields, the endpoint
+        list, the line after `Examples left:`, the lines that go on a `gym` command's error."""
+        c = self.state.collector
+        return (self._banner is None and not self._endpoint_list and not self._examples_next
+                and not (c.error is not None and c.traceback is None and c.error.file == file
+                         and lineno == c.error.line + 1 + len(c.error_more)))
+
+    def _quiet_servers(self) -> frozenset[str]:
+        """Servers whose lines in a merged stream change nothing: known, and read from their own logs."""
+        return frozenset(n for n in self.state.servers if gl.log_stem(n) in self.own_logs)
+
+    def _quiet_lines(self, role: str, file: str, block: bytes, lo: int, hi: int, lineno: int) -> None:
+        """What block[lo:hi] (lines from `lineno` holding no keyword, or a quiet server's) does:
+        the stream was seen, its last line, its stamps (a server's line does none of it)."""
+        for at in streamscan.stamped_starts(block, lo, hi):
+            self._stamp(decode(block[at:block.index(b"\n", at)]))
+        if role == VALIDATE or not streamscan.any_unprefixed(block, lo, hi):
+            return
+        last = streamscan.last_unprefixed_text(block, lo, hi)
+        ev = None if last is None else \
+            Evidence(file, lineno + block.count(b"\n", lo, last), decode(block[last:block.index(b"\n", last)]))
+        if role != EVAL:
+            p = self.state.parent
+            p.started = True
+            if ev is not None:
+                p.last_lines[file] = ev
+        if role in (EVAL, BOTH):
+            c = self.state.collector
+            if role == EVAL and not c.started:
+                c.started = self.changes.run = True
+            if c.started and ev is not None:
+                c.last_lines[file] = ev
 
     def _stream_piece(self, role: str, file: str, lineno: int, text: str) -> None:
         name, body = gl.split_prefix(text)

@@ -21,7 +21,7 @@ from .config import read_info
 from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
 from .model import RunState
 from .reducer import Changes, Reducer
-from .tail import Tailer, decode, read_at_most
+from .tail import Tailer, read_at_most
 from .verdict import parent_ended
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
@@ -180,8 +180,8 @@ class RunSession:
         for s in self.run_streams():
             self._streams.setdefault(s.path, s)
         for stream in list(self._streams.values()):
-            reset |= self._read(stream.path, final, lambda f, n, raw, role=stream.role:
-                                self.reducer.stream_line(role, f, n, decode(raw)))
+            reset |= self._read(stream.path, final, lambda f, first, block, role=stream.role:
+                                self.reducer.stream_block(role, f, first, block), blocks=True)
         if lay.rollouts is not None:
             if not self.state.collector.started and lay.materialized is not None and lay.materialized.exists():
                 self.reducer.collection_began()
