@@ -240,7 +240,8 @@ PARENT_PATTERNS = (PENDING_RE.regex, ALL_READY_RE, DIED_RE, TIMEOUT_RE, FINISHED
 # tries each at every position): ~0.7 ms of a summary of a run whose whole `gym env start` output
 # is read. A line that holds one goes on to the patterns themselves, one by one.
 PARENT_KEYWORDS = ("servers ready", "finished unexpectedly!", "Timed out after ", "NeMo Gym finished!",
-                   "Uvicorn running on http", "Waiting for ", "Starting `", "Waiting up to ", "still waiting, ",
+                   "Uvicorn running on http", "Waiting for servers to spin up", "Waiting for head server to spin up",
+                   "Waiting for virtual environment setup", "Starting `", "Waiting up to ", "still waiting, ",
                    "model endpoint", "Model endpoint ", "Head server is not up yet", "Traceback (most recent call last):",
                    "Sending interrupt signals to servers", "KeyboardInterrupt")
 PARENT_KEY_RE = re.compile("|".join(re.escape(k) for k in PARENT_KEYWORDS))
