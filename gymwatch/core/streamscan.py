@@ -53,10 +53,12 @@ _KEYWORD_LINE = rb"(?m:^(?:[^(\n][^\n]*)?)(?:" + b"|".join(re.escape(w.encode())
 _BANNER, _GLUE = rb"(?m:^\[[^\]\n]+\] )", rb"\S\([^\n]*\) "
 _NAME = re.compile(r"[A-Za-z_][\w.\-/]*")         # gymlines.PREFIX_RE's, in ASCII
 _patterns: dict[frozenset[str], object] = {}
-# A line starting with a timestamp `line_stamp` may read (a quiet line's only other effect).
-_STAMPED = logscan.alternatives([rb"(?m:^\[?(?:19|20|21)\d\d-)"])
-_STAMP_FIRST, _STAMP_AFTER_EOL = (b"[", b"1", b"2"), (b"\n[", b"\n1", b"\n2")
-_UNPREFIXED = logscan.alternatives([rb"(?m:^[^(])"])
+# A line starting with a timestamp `line_stamp` may read (a quiet line's only other effect), and a
+# line not starting with `(`: after a line end, searched with Python's `re`, whose scan for a
+# literal first character (~0.5 GB/s) beats RE2's DFA on patterns this short.
+_STAMPED_AT = re.compile(rb"\[?(?:19|20|21)\d\d-")
+_STAMPED_NEXT = re.compile(rb"\n(?=\[?(?:19|20|21)\d\d-)")
+_UNPREFIXED_NEXT = re.compile(rb"\n(?=[^(])")
 LOOKBACK = 64               # lines looked at back from a span's end for its last line
 
 
@@ -105,19 +107,23 @@ def next_hot(pattern, block: bytes, pos: int, end: int) -> int:
 
 def stamped_starts(block: bytes, lo: int, hi: int) -> Iterator[int]:
     """Starts of the lines of block[lo:hi] that may start with a timestamp."""
-    if block[lo:lo + 1] not in _STAMP_FIRST and all(block.find(b, lo, hi) < 0 for b in _STAMP_AFTER_EOL):
-        return     # (three finds in C cost less than the call of a search on a short span)
-    while lo < hi:
-        at = logscan.find(_STAMPED, block, lo, hi)
-        if at < 0:
-            return
-        yield at
-        lo = block.index(b"\n", at) + 1
+    if _STAMPED_AT.match(block, lo, hi):
+        yield lo
+    for m in _STAMPED_NEXT.finditer(block, lo, hi):      # (hi: a lookahead never sees past it)
+        yield m.end()
+
+
+def unprefixed_starts(block: bytes, lo: int, hi: int) -> Iterator[int]:
+    """Starts of the lines of block[lo:hi] (whole lines) not starting with `(`, blank ones too."""
+    if lo < hi and block[lo] != 0x28:
+        yield lo
+    for m in _UNPREFIXED_NEXT.finditer(block, lo, hi):
+        yield m.end()
 
 
 def any_unprefixed(block: bytes, lo: int, hi: int) -> bool:
     """Does block[lo:hi] hold a line not starting with `(` (blank or not)?"""
-    return block[lo:lo + 1] != b"(" or logscan.find(_UNPREFIXED, block, lo, hi) >= 0
+    return next(unprefixed_starts(block, lo, hi), None) is not None
 
 
 def last_unprefixed_text(block: bytes, lo: int, hi: int) -> Optional[int]:
@@ -133,9 +139,8 @@ def last_unprefixed_text(block: bytes, lo: int, hi: int) -> Optional[int]:
         end = start
     size = 1 << 16
     while end > lo:
-        at = max(lo, logscan.line_start(block, end - size, lo) if end - size > lo else lo)
-        starts = [m.start() for m in _UNPREFIXED.finditer(block, at, end)]
-        for start in reversed(starts):
+        at = logscan.line_start(block, end - size, lo) if end - size > lo else lo
+        for start in reversed(list(unprefixed_starts(block, at, end))):
             if logscan.has_text(block, start):
                 return start
         end, size = at, size * 4
