@@ -197,28 +197,28 @@ class Reducer:
         lines up to the next one that can change it are skipped in C (core/logscan.py). Of the
         timestamps, the block's first and last stamped lines count (a server writes its lines
         in time order), and those of the lines read one by one."""
-        pos, lineno, end = 0, first, len(block)
-        hit: Optional[int] = None          # the next line that matters, while it is ahead
-        while pos < end:
+        end = len(block)
+
+        def steady(lineno: int) -> bool:
             name = self._owner_of_stem(stem)
             s, tracker = self.state.servers.get(name), self.trackers.get(name)
-            if s is not None and tracker is not None and _steady(s, tracker):
-                if hit is None or hit < pos:
-                    pat = logscan.pattern(name, file not in self.access_sign_files, s.first_run is None)
-                    found = logscan.find(pat, block, pos, end)
-                    hit = logscan.line_start(block, found, pos) if found >= 0 else end
-                if hit > pos:
-                    # The line at `hit` is the server's next last line, unless another server's
-                    # prefix may give it to that one (or there is none).
-                    own = hit < end and not logscan.foreign(block, hit, name) and logscan.has_text(block, hit)
-                    self._skip_lines(s, tracker, file, block, pos, hit, lineno, own)
-                    lineno += block.count(b"\n", pos, hit)
-                    pos = hit
-                    if pos >= end:
-                        break
-            nl = block.index(b"\n", pos)
-            self.server_log_line(stem, file, lineno, decode(block[pos:nl]))
-            pos, lineno = nl + 1, lineno + 1
+            return s is not None and tracker is not None and _steady(s, tracker)
+
+        def next_hit(pos: int) -> int:
+            name = self._owner_of_stem(stem)
+            pat = logscan.pattern(name, file not in self.access_sign_files, self.state.servers[name].first_run is None)
+            found = logscan.find(pat, block, pos, end)
+            return logscan.line_start(block, found, pos) if found >= 0 else end
+
+        def skip(lo: int, hi: int, lineno: int) -> None:
+            name = self._owner_of_stem(stem)
+            # The line at `hi` is the server's next last line, unless another server's prefix may
+            # give it to that one (or there is none).
+            own = hi < end and not logscan.foreign(block, hi, name) and logscan.has_text(block, hi)
+            self._skip_lines(self.state.servers[name], self.trackers[name], file, block, lo, hi, lineno, own)
+
+        _walk_block(block, first, steady, next_hit, skip,
+                    lambda lineno, text: self.server_log_line(stem, file, lineno, text))
         for at in logscan.stamped_lines(block, 0, end):
             if at is not None:
                 _, body = gl.split_prefix(decode(block[at:block.index(b"\n", at)]))
@@ -390,23 +390,12 @@ class Reducer:
         \r), with the effect of giving each to `stream_line`: while no line-by-line state is
         open, the lines up to the next that holds a keyword (core/streamscan.py), or a server's
         line that may change something, are skipped in C."""
-        pos, lineno, end = 0, first, len(block)
-        hot = -1              # the next line that holds a keyword, while it is ahead
         # (servers met in the block only make it read more lines one by one than it needs to)
         pattern = streamscan.hot_pattern(self._quiet_servers())
-        while pos < end:
-            if self._stream_steady(file, lineno):
-                if hot < pos:
-                    hot = streamscan.next_hot(pattern, block, pos, end)
-                if hot > pos:
-                    self._quiet_lines(role, file, block, pos, hot, lineno)
-                    lineno += block.count(b"\n", pos, hot)
-                    pos = hot
-                    if pos >= end:
-                        break
-            nl = block.index(b"\n", pos)
-            self.stream_line(role, file, lineno, decode(block[pos:nl]))
-            pos, lineno = nl + 1, lineno + 1
+        _walk_block(block, first, lambda lineno: self._stream_steady(file, lineno),
+                    lambda pos: streamscan.next_hot(pattern, block, pos, len(block)),
+                    lambda lo, hi, lineno: self._quiet_lines(role, file, block, lo, hi, lineno),
+                    lambda lineno, text: self.stream_line(role, file, lineno, text))
 
     def _stream_steady(self, file: str, lineno: int) -> bool:
         """No state that reads the next lines one by one is open: a banner's fields, the endpoint
@@ -1016,6 +1005,29 @@ class Reducer:
             if m.file == file and m.line == 0 and m.reason == reason:
                 return
         self._malformed(file, 0, reason)
+
+
+def _walk_block(block: bytes, first: int, steady: Callable[[int], bool], next_hit: Callable[[int], int],
+                skip: Callable[[int, int, int], None], one: Callable[[int, str], None]) -> None:
+    """The whole lines of `block` (numbered from `first`): while `steady(lineno)`, those before
+    `next_hit(pos)` (the next line that can change something: the start of a line, or the block's
+    end) go to `skip(lo, hi, lineno)` at once; every other line to `one(lineno, text)`. A hit
+    found is kept while it is ahead: a search made in another state only finds more lines."""
+    pos, lineno, end = 0, first, len(block)
+    hit = -1
+    while pos < end:
+        if steady(lineno):
+            if hit < pos:
+                hit = next_hit(pos)
+            if hit > pos:
+                skip(pos, hit, lineno)
+                lineno += block.count(b"\n", pos, hit)
+                pos = hit
+                if pos >= end:
+                    return
+        nl = block.index(b"\n", pos)
+        one(lineno, decode(block[pos:nl]))
+        pos, lineno = nl + 1, lineno + 1
 
 
 def _odd_rows(tasks: list[int], n: int) -> Iterator[int]:
