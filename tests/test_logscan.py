@@ -144,3 +144,17 @@ def test_find_is_where_a_search_starts(via):
     for pos, end in ((0, len(block)), (30, len(block)), (0, 20), (60, len(block)), (len(block), len(block))):
         m = pat.search(block, pos, end)
         assert logscan.find(pat, block, pos, end) == (m.start() if m else -1)
+
+
+def test_a_server_named_outside_ascii_is_read_in_blocks():
+    """Its name is escaped byte by byte in the block search (RE2 refused the raw bytes: an
+    internal error on any run with such a log), and its lines give the model read by lines."""
+    lines = [t.replace("(srv)", "(café)") for t in START] + \
+        ['(café) INFO:     127.0.0.1:5000 - "POST /v1/responses HTTP/1.1" 200 OK'] * 50 + ["(café) the end"]
+    block = "".join(t + "\n" for t in lines).encode()
+    by_block, by_line = Reducer(RunState(root="/run")), Reducer(RunState(root="/run"))
+    by_block.server_log_block("café", "logs/café.log", 1, block)
+    for i, text in enumerate(lines, 1):
+        by_line.server_log_line("café", "logs/café.log", i, text)
+    assert by_block.state.servers["café"].last_line == "the end"
+    assert asdict(by_block.state) == asdict(by_line.state)

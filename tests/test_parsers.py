@@ -307,10 +307,10 @@ def test_every_match_of_a_gated_pattern_holds_one_of_its_words(name):
     check()
 
 
-def test_the_gated_patterns_are_the_slow_ones():
+def test_the_slow_patterns_are_gated():
+    """The patterns that start with a digit class or alternate, searched in every line read."""
     assert {"PENDING_RE", "ENDPOINT_FAILED_RE", "COLLECT_START_RE", "VENV_RE", "STARTING_RE", "SHUTDOWN_RE",
             "STOPPING_RE"} <= set(GATED)
-    assert gl.PENDING_RE.search("2026-11-29 10:13:13,754 WARNING 12 34 56 servers") is None
 
 
 @pytest.mark.parametrize("data, whole", [

@@ -61,6 +61,12 @@ def test_a_quiet_servers_lines_are_not_hot_unless_a_write_may_be_glued_on():
     assert _hot("(mcqa) text(policy_model) glued", quiet)
     assert _hot("(mcqa_x) INFO:     a server not quiet", quiet) and _hot("(mcq", quiet)
     assert _hot("(monitor) NeMo Gym finished!", quiet)        # never a Gym prefix: Gym's own line
+    assert _hot("(café) a server named outside ASCII is read line by line", frozenset({"café"}))
+
+
+def test_no_keyword_starts_like_a_servers_prefix():
+    """A keyword is looked for in a line not starting with `(`, or in a foreign server's line."""
+    assert not any(w.startswith("(") for w in streamscan._WORDS)
 
 
 # Lines of `gym env start`, `gym eval run` and a merged stream (two of each reach every state the

@@ -70,7 +70,7 @@ def pattern(server: str, access: bool, first_run: bool):
         if len(_patterns) > 256:
             _patterns.clear()
         words = _BASE + ((ACCESS_KEYWORD,) if access else ()) + ((RUN_ACCESS_KEYWORD,) if first_run else ())
-        alts = [re.escape(w.encode()) for w in words] + [b"(?m:^\\(" + _not_prefix(f"{server})".encode()) + b")"]
+        alts = [re.escape(w.encode()) for w in words] + [b"(?m:^\\()" + not_starting_with([f"{server})".encode()])]
         pat = _patterns[key] = re2.compile(b"|".join(alts), _OPTIONS)
     return pat
 
@@ -98,11 +98,26 @@ def find(pat, block: bytes, pos: int, end: int) -> int:
     return m.start() if m else -1
 
 
-def _not_prefix(word: bytes) -> bytes:
-    """A pattern for any text (or a line end) that does not start with `word`: RE2 has no
-    lookahead, so `[^w]|w[^o]|wo[^r]|...`."""
-    alts = [re.escape(word[:i]) + b"(?:[^" + re.escape(word[i:i + 1]) + b"]|$)" for i in range(len(word))]
-    return b"(?:" + b"|".join(alts) + b")"
+def not_starting_with(words: list[bytes]) -> bytes:
+    """A pattern for any text (a line end, the end) that starts with none of `words` (RE2 has no
+    lookahead): the complement of their trie, `[^ab]|$|a(?:[^c]|$|c...)|b(?:...)`."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for byte in w:
+            node = node.setdefault(byte, {})
+        node[-1] = {}
+
+    def outside(node: dict) -> Optional[bytes]:
+        if -1 in node:
+            return None              # a whole word: the text starts with it
+        alts = [b"[^" + b"".join(b"\\x%02x" % c for c in node) + b"]", b"$"]
+        for c, child in sorted(node.items()):
+            rest = outside(child)
+            if rest is not None:
+                alts.append(b"\\x%02x(?:%s)" % (c, rest))
+        return b"|".join(alts)
+    return b"(?:" + (outside(trie) or b"[^\\s\\S]") + b")"
 
 
 def line_start(block: bytes, pos: int, lo: int = 0) -> int:

@@ -7,7 +7,9 @@ while no line-by-line state is open (a server banner's fields, the endpoint list
 give-up line, the line after `Examples left:`, the lines of a `gym` command's error), one RE2
 search over the block finds the next line holding any keyword of a pattern the line path acts
 on; the lines before it are skipped in C, keeping what they do to the model: the stream was seen,
-its last line, and the timestamps they start with.
+its last line, and the timestamps they start with. The copies of a server's lines in `gym env
+start`'s output (the bulk of a long run's) change nothing when the server is read from its own
+log, whatever they hold: they are skipped too.
 
 A keyword must be in every line a pattern of the line path can act on: tests/test_streamscan.py
 generates matches of each pattern to check it, and that output read in blocks gives the same
@@ -44,7 +46,6 @@ HOT_KEYWORDS: dict[str, tuple[str, ...]] = {
     "NOT_LAST_LINES": ("Reading rows:",),             # a progress bar is never a collector's last line
 }
 _WORDS = tuple(dict.fromkeys(k for ks in HOT_KEYWORDS.values() for k in ks))
-assert not any(w.startswith("(") for w in _WORDS)     # (a keyword never starts a server's prefix)
 _KEYWORD_LINE = rb"(?m:^(?:[^(\n][^\n]*)?)(?:" + b"|".join(re.escape(w.encode()) for w in _WORDS) + b")"
 # Besides a keyword in a line that is not a quiet server's: a line starting with `(` but not with a
 # quiet server's prefix, Gym's banner line (`[1] name (type/path)`, its fields follow; any digits
@@ -72,31 +73,9 @@ def hot_pattern(quiet_servers: frozenset[str]):
             _patterns.clear()
         words = [f"{n})".encode() for n in sorted(quiet_servers)
                  if n.isascii() and _NAME.fullmatch(n) and n not in gl.NOT_SERVERS]   # (else no prefix)
-        other = rb"(?m:^\()" + (b"(?:" + _not_any(words) + b")" if words else b"")
+        other = rb"(?m:^\()" + (logscan.not_starting_with(words) if words else b"")
         pat = _patterns[quiet_servers] = logscan.alternatives([_KEYWORD_LINE, other, _BANNER, _GLUE])
     return pat
-
-
-def _not_any(words: list[bytes]) -> bytes:
-    """A pattern for any text (or a line end) that starts with none of `words` (RE2 has no
-    lookahead): the complement of their trie, `[^ab]|a(?:[^c]|c...)|b(?:...)`."""
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for byte in w:
-            node = node.setdefault(byte, {})
-        node[-1] = {}
-
-    def outside(node: dict) -> Optional[bytes]:
-        if -1 in node:
-            return None              # a whole word: the text starts with it
-        alts = [b"[^" + b"".join(b"\\x%02x" % c for c in node) + b"]"]
-        for c, child in sorted(node.items()):
-            rest = outside(child)
-            if rest is not None:
-                alts.append(b"\\x%02x(?:%s)" % (c, rest))
-        return b"|".join(alts)
-    return outside(trie) or b"[^\\s\\S]"
 
 
 def next_hot(pattern, block: bytes, pos: int, end: int) -> int:
