@@ -148,7 +148,11 @@ def test_find_is_where_a_search_starts(via):
 
 def test_a_server_named_outside_ascii_is_read_in_blocks():
     """Its name is escaped byte by byte in the block search (RE2 refused the raw bytes: an
-    internal error on any run with such a log), and its lines give the model read by lines."""
+    internal error on any run with such a log), its own lines are skipped, and they give the
+    model read by lines."""
+    pat = logscan.pattern("café", False, False)
+    own, other = "(café) INFO: ok\n".encode(), b"(cafe) INFO: ok\n"
+    assert logscan.find(pat, own, 0, len(own)) == -1 and logscan.find(pat, other, 0, len(other)) == 0
     lines = [t.replace("(srv)", "(café)") for t in START] + \
         ['(café) INFO:     127.0.0.1:5000 - "POST /v1/responses HTTP/1.1" 200 OK'] * 50 + ["(café) the end"]
     block = "".join(t + "\n" for t in lines).encode()

@@ -61,7 +61,8 @@ def test_a_quiet_servers_lines_are_not_hot_unless_a_write_may_be_glued_on():
     assert _hot("(mcqa) text(policy_model) glued", quiet)
     assert _hot("(mcqa_x) INFO:     a server not quiet", quiet) and _hot("(mcq", quiet)
     assert _hot("(monitor) NeMo Gym finished!", quiet)        # never a Gym prefix: Gym's own line
-    assert _hot("(café) a server named outside ASCII is read line by line", frozenset({"café"}))
+    assert not _hot("(café) ERROR: a server named outside ASCII", frozenset({"café"}))
+    assert _hot("(cafe) ERROR: not that server", frozenset({"café"}))
 
 
 def test_no_keyword_starts_like_a_servers_prefix():

@@ -49,6 +49,10 @@ _BASE = tuple(dict.fromkeys(MARKER_KEYWORDS + tuple(k for ks in STEADY_KEYWORDS.
 
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 64 << 20     # room for the DFA: with less, RE2 falls back to a slower engine
+# Blocks and patterns are bytes: each byte of a pattern is that byte (RE2 reads a pattern as UTF-8
+# by default, where `\xc3` is the character U+00C3), so a server named outside ASCII is matched as
+# the UTF-8 its prefix is written in.
+_OPTIONS.encoding = re2.Options.Encoding.LATIN1
 _patterns: dict[tuple[str, bool, bool], "re2._Regexp"] = {}
 _UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)     # (see find)
 
@@ -71,7 +75,7 @@ def pattern(server: str, access: bool, first_run: bool):
             _patterns.clear()
         words = _BASE + ((ACCESS_KEYWORD,) if access else ()) + ((RUN_ACCESS_KEYWORD,) if first_run else ())
         alts = [re.escape(w.encode()) for w in words] + [b"(?m:^\\()" + not_starting_with([f"{server})".encode()])]
-        pat = _patterns[key] = re2.compile(b"|".join(alts), _OPTIONS)
+        pat = _patterns[key] = alternatives(alts)
     return pat
 
 

@@ -52,7 +52,6 @@ _KEYWORD_LINE = rb"(?m:^(?:[^(\n][^\n]*)?)(?:" + b"|".join(re.escape(w.encode())
 # Python's `\d` takes), and a `(name) ` after a non-space (where a server's write may be glued on:
 # gymlines.unglue).
 _BANNER, _GLUE = rb"(?m:^\[[^\]\n]+\] )", rb"\S\([^\n]*\) "
-_NAME = re.compile(r"[A-Za-z_][\w.\-/]*")         # gymlines.PREFIX_RE's, in ASCII
 _patterns: dict[frozenset[str], object] = {}
 # A line starting with a timestamp `line_stamp` may read (a quiet line's only other effect), and a
 # line not starting with `(`: after a line end, searched with Python's `re`, whose scan for a
@@ -71,8 +70,8 @@ def hot_pattern(quiet_servers: frozenset[str]):
     if pat is None:
         if len(_patterns) > 256:
             _patterns.clear()
-        words = [f"{n})".encode() for n in sorted(quiet_servers)
-                 if n.isascii() and _NAME.fullmatch(n) and n not in gl.NOT_SERVERS]   # (else no prefix)
+        # (a name `split_prefix` would not read from its prefix is no prefix: its lines are Gym's)
+        words = [f"{n})".encode() for n in sorted(quiet_servers) if gl.split_prefix(f"({n}) ")[0] == n]
         other = rb"(?m:^\()" + (logscan.not_starting_with(words) if words else b"")
         pat = _patterns[quiet_servers] = logscan.alternatives([_KEYWORD_LINE, other, _BANNER, _GLUE])
     return pat
