@@ -174,6 +174,21 @@ def test_redaction():
     assert redact_text("no key here: value") == "no key here: value"
 
 
+def test_token_counts_and_tokenizers_are_not_secrets():
+    # generation settings a run's card and a comparison must show: counts of tokens, a tokenizer's name
+    argv = ["gym", "++responses_create_params.max_output_tokens=512", "--max-tokens", "2048",
+            "++tokenizer=meta/llama", "++hf_token=123456", "++api_tokens=abc", "--hf-token", "99"]
+    assert redact_argv(argv) == ["gym", "++responses_create_params.max_output_tokens=512", "--max-tokens",
+                                 "2048", "++tokenizer=meta/llama", f"++hf_token={REDACTED}",
+                                 f"++api_tokens={REDACTED}", "--hf-token", REDACTED]
+    assert redact_obj({"max_tokens": 2048, "max_new_tokens": "64", "tokenizer_name": "a/b", "hf_token": 5,
+                       "auth_tokens": "x", "tokens_secret": 3, "max_tokens_flag": True}) == {
+        "max_tokens": 2048, "max_new_tokens": "64", "tokenizer_name": "a/b", "hf_token": REDACTED,
+        "auth_tokens": REDACTED, "tokens_secret": REDACTED, "max_tokens_flag": REDACTED}
+    assert redact_text('{"max_output_tokens": 512, "refresh_token": "r-1"}') == \
+        f'{{"max_output_tokens": 512, "refresh_token": "{REDACTED}"}}'
+
+
 def test_clean_strips_escapes():
     assert clean("a\x1b[31mred\x1b[0m b") == "ared b"
     assert clean("x\x1b]52;c;ZXZpbA==\x07y") == "xy"

@@ -1,4 +1,10 @@
-"""Secrets never leave gymwatch: values under secret-looking keys become `<redacted>`."""
+"""Secrets never leave gymwatch: values under secret-looking keys become `<redacted>`.
+
+A key that names tokens in the plural with a plain number as its value (`max_output_tokens: 512`,
+`max_tokens=2048`) is a count, and a tokenizer's name is no credential: both are shown, so the
+JSON report's settings and commands, and a launched run's manifest, keep a run's generation
+settings.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,14 @@ import re
 from typing import Any
 
 REDACTED = "<redacted>"
-SECRET_KEY_RE = re.compile(r"api[_-]?key|token|secret|password|passwd|credential", re.IGNORECASE)
+_WORDS = r"api[_-]?key|token(?!i[sz]er)|secret|password|passwd|credential"
+SECRET_KEY_RE = re.compile(_WORDS, re.IGNORECASE)
+# Secret words other than `tokens` (plural): a key holding one of them is secret whatever its value.
+_NOT_A_COUNT_RE = re.compile(r"api[_-]?key|token(?!s|i[sz]er)|secret|password|passwd|credential", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"[+-]?\d+(?:\.\d+)?")
 # key=value / key: value / "key": "value" inside free text (argv, override lists, log lines).
 _ASSIGN_RE = re.compile(
-    r"""(?P<key>[\w.\-+]*(?:api[_-]?key|token|secret|password|passwd|credential)[\w.\-]*)"""
+    rf"""(?P<key>[\w.\-+]*(?:{_WORDS})[\w.\-]*)"""
     r"""(?P<sep>["']?\s*[=:]\s*["']?)(?P<val>[^\s"',}]+)""",
     re.IGNORECASE)
 
@@ -18,11 +28,21 @@ def is_secret_key(key: str) -> bool:
     return bool(SECRET_KEY_RE.search(str(key)))
 
 
+def _is_count(key: str, value: Any) -> bool:
+    """A number under a key whose only secret word is `tokens` (plural): a count of tokens."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return False
+    return _NUMBER_RE.fullmatch(str(value)) is not None and _NOT_A_COUNT_RE.search(str(key)) is None
+
+
+def _hidden(key: Any, value: Any) -> bool:
+    return is_secret_key(key) and value not in (None, "") and not _is_count(str(key), value)
+
+
 def redact_obj(obj: Any) -> Any:
     """A copy of a JSON/YAML-like structure with secret values replaced."""
     if isinstance(obj, dict):
-        return {k: (REDACTED if is_secret_key(k) and v not in (None, "") else redact_obj(v))
-                for k, v in obj.items()}
+        return {k: (REDACTED if _hidden(k, v) else redact_obj(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact_obj(v) for v in obj]
     if isinstance(obj, str):
@@ -33,20 +53,26 @@ def redact_obj(obj: Any) -> Any:
 def redact_text(text: str) -> str:
     if SECRET_KEY_RE.search(text) is None:      # every assignment names one: a quick way out
         return text
-    return _ASSIGN_RE.sub(lambda m: f"{m.group('key')}{m.group('sep')}{REDACTED}", text)
+    return _ASSIGN_RE.sub(_redacted_assignment, text)
+
+
+def _redacted_assignment(m: re.Match) -> str:
+    if _is_count(m.group("key"), m.group("val")):
+        return m.group(0)
+    return f"{m.group('key')}{m.group('sep')}{REDACTED}"
 
 
 def redact_argv(argv: list[str]) -> list[str]:
     """argv with `key=secret` values and the value after `--api-key`-style flags redacted."""
     out = []
-    hide_next = False
+    flag = ""          # a secret-looking flag whose value comes next
     for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
+        if flag:
+            out.append(arg if _is_count(flag, arg) else REDACTED)
+            flag = ""
             continue
         if arg.startswith("-") and "=" not in arg and is_secret_key(arg):
-            hide_next = True
+            flag = arg
             out.append(arg)
             continue
         out.append(redact_text(arg))
