@@ -20,7 +20,7 @@ from gymwatch.browse.runs import list_runs
 from gymwatch.browse.scan import discover_found, find_runs, signature, walk
 from gymwatch.browse.workers import WorkerPool
 from gymwatch.browse.compare import CompareScreen, EvidenceScreen
-from gymwatch.browse.fmt import COLUMNS
+from gymwatch.browse.fmt import COLUMNS, RUN_MIN, fit, shorten
 from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail, sort_value
 from gymwatch.cli import main
 from gymwatch.core.layout import discover
@@ -562,7 +562,7 @@ async def test_browser_columns_sorts_both_ways_and_keys(tmp_path):
         await wait_scanned(pilot, app)
         screen = app.screen
         assert screen.columns[:2] == ["run", "verdict"] and "name" not in screen.columns      # 80 columns
-        assert sum(screen._widths[k] + 2 for k in screen.columns) <= 78
+        assert sum(screen._width(k) + 2 for k in screen.columns) <= 78
         assert screen.table.cursor_row == 0                               # the first row
         await pilot.press("G")
         assert screen.table.cursor_row == len(CASE_NAMES) - 1
@@ -593,6 +593,47 @@ async def test_browser_columns_sorts_both_ways_and_keys(tmp_path):
         await pilot.resize_terminal(200, 20)
         await pilot.pause()
         assert screen.columns == [k for k, _ in COLUMNS]                  # wide: every column
+
+
+def test_fit_cuts_a_long_run_column_before_dropping_columns():
+    widths = {k: len(h) + 2 for k, h in COLUMNS} | {"run": 60, "verdict": 18, "started": 18}
+    cols, run = fit(widths, 78)
+    assert cols[:2] == ["run", "verdict"] and "completed" in cols and "missing" in cols
+    assert RUN_MIN <= run < 60 and sum((run if k == "run" else widths[k]) + 2 for k in cols) <= 78
+    assert fit(widths, 400) == ([k for k, _ in COLUMNS], 60)                  # room: nothing cut
+    cols, run = fit(widths | {"run": 10}, 78)
+    assert run == 10                                                          # short: never widened
+    cols, run = fit(widths, 30)
+    assert cols == ["run", "verdict"] and run == 8                            # no room: cut, not dropped
+
+
+def test_shorten_keeps_both_ends_of_a_run_path():
+    assert shorten("exp_007/runs/a_long_run_name", 100) == "exp_007/runs/a_long_run_name"
+    cut = shorten("exp_007/some/deep/path/to/run_0042", 20)
+    assert len(cut) == 20 and cut.startswith("exp_0") and cut.endswith("run_0042") and "…" in cut
+
+
+async def test_a_long_run_path_is_cut_at_80_columns_and_whole_when_wide(tmp_path):
+    """At 80 columns the counts stay: the run's path is cut in its middle, not the columns dropped."""
+    long = tmp_path / "runs" / "experiments_of_the_week" / "a_rather_long_sweep_name" / "trial_group"
+    for name in ("mixed_ok", "aborted_500"):
+        shutil.copytree(CASES / name, long / f"{name}_seed_1234")
+    app = BrowseApp(BrowseState([str(tmp_path / "runs")]))
+    async with app.run_test(size=(80, 20)) as pilot:
+        await wait_scanned(pilot, app)
+        screen = app.screen
+        assert {"verdict", "completed", "missing"} <= set(screen.columns)
+        assert sum(screen._width(k) + 2 for k in screen.columns) <= 78
+        cells = [str(screen.table.get_cell(str(long / f"{n}_seed_1234"), "run")) for n in ("mixed_ok", "aborted_500")]
+        assert all("…" in c and c.startswith("experiments") and c.endswith("_seed_1234") for c in cells), cells
+        await pilot.press("m")                                                # a mark is cut to fit too
+        marked = str(screen.table.get_cell(screen.shown[0]["path"], "run"))
+        assert marked.startswith("A ") and len(marked) <= screen._width("run")
+        await pilot.resize_terminal(250, 20)
+        await pilot.pause()
+        assert screen.columns == [k for k, _ in COLUMNS]
+        whole = str(screen.table.get_cell(str(long / "mixed_ok_seed_1234"), "run"))
+        assert "…" not in whole and whole.endswith("trial_group/mixed_ok_seed_1234")
 
 
 async def test_every_sorted_column_shows_its_arrow_and_s_cycles_them_all(tmp_path):

@@ -87,11 +87,30 @@ def text_table(runs: list[dict[str, Any]], roots: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fit(widths: dict[str, int], room: int) -> list[str]:
-    """The columns that fit in `room` cells (each takes its width plus 2 of padding), dropping
-    by DROP_ORDER; run and verdict always stay."""
+RUN_MIN = 24        # the run column is cut down to this before any other column is dropped
+
+
+def fit(widths: dict[str, int], room: int) -> tuple[list[str], int]:
+    """The columns that fit in `room` cells (each takes its width plus 2 of padding) and the run
+    column's width: a long run path is cut (`shorten`) down to RUN_MIN cells before a column is
+    dropped by DROP_ORDER, so a terminal 80 wide still shows the counts; run and verdict always
+    stay, the run cut to what is left."""
     keep = [k for k, _ in COLUMNS]
     drop = list(DROP_ORDER)
-    while drop and sum(widths[k] + 2 for k in keep) > room:
+    natural = widths["run"]
+    while True:
+        left = room - 2 - sum(widths[k] + 2 for k in keep if k != "run")
+        if left >= min(natural, RUN_MIN) or not drop:
+            return keep, max(min(natural, left), min(natural, 8))
         keep.remove(drop.pop(0))
-    return keep
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` cut in the middle to `width` characters: a run's path keeps its start and, longer,
+    its end (the run's own directory)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]

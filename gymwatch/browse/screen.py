@@ -33,7 +33,7 @@ from ..core.sanitize import clean
 from ..tui.typeahead import closed_early
 from .cache import SummaryCache
 from .compare import CompareScreen
-from .fmt import COLUMNS, ERROR, PROBLEM, VERDICT_ORDER, cells, fit
+from .fmt import COLUMNS, ERROR, PROBLEM, VERDICT_ORDER, cells, fit, rel, shorten
 from .runs import list_runs
 
 VERDICT_STYLE = {V_OK: "green", V_SOME_NEVER_RAN: "bold magenta", V_NO_AGENT_RAN: "bold red",
@@ -181,6 +181,7 @@ class BrowseScreen(Screen):
         self._row_run: dict[int, dict[str, Any]] = {}     # id(a row's first cell) -> its run
         self.columns: list[str] = [k for k, _ in COLUMNS]  # shown now (narrow screens drop some)
         self._widths: dict[str, int] = {k: len(h) + len(" ▼") for k, h in COLUMNS}   # the label and its sort arrow
+        self._run_width: Optional[int] = None              # the run column cut to fit (None: whole)
         self._scans = 0                                    # scans started: the latest one's runs are shown
 
     def compose(self) -> ComposeResult:
@@ -196,7 +197,12 @@ class BrowseScreen(Screen):
         # Widths are set here, not measured by the table: it measures new rows when idle and keeps
         # lines it drew before that (a run column was left too narrow after a scan, now and then).
         for key in self.columns:
-            table.add_column(self._label(key), key=key, width=self._widths[key])
+            table.add_column(self._label(key), key=key, width=self._width(key))
+
+    def _width(self, key: str) -> int:
+        """A column's width: its widest cell's, the run column's as cut to fit."""
+        width = self._widths[key]
+        return min(width, self._run_width) if key == "run" and self._run_width is not None else width
 
     def _label(self, key: str) -> Text:
         """A column's label with room for the sort arrow in every column, so the arrow shows
@@ -220,10 +226,11 @@ class BrowseScreen(Screen):
         self._refit()
 
     def _refit(self, force: bool = False) -> None:
-        """Drop columns by priority until the table fits the screen (run and verdict stay)."""
-        cols = fit(self._widths, max(20, self.size.width - 2))
-        if cols != self.columns or force:
-            self.columns = cols
+        """Cut the run column, then drop columns by priority, until the table fits the screen."""
+        cols, run_width = fit(self._widths, max(20, self.size.width - 2))
+        run_width = run_width if run_width < self._widths["run"] else None
+        if cols != self.columns or run_width != self._run_width or force:
+            self.columns, self._run_width = cols, run_width
             keep = self._selected()
             table = self.table
             with self.app.batch_update():
@@ -344,32 +351,43 @@ class BrowseScreen(Screen):
 
     def _cells(self, run: dict[str, Any]) -> dict[str, Text]:
         c = cells(run, self.st.roots)
+        marked = run["path"] in self.st.marked
+        if self._run_width is not None:
+            c["run"] = shorten(c["run"], self._run_width - (2 if marked else 0))
         out = {k: Cell(v, no_wrap=True) for k, v in c.items()}
         out["verdict"].stylize(VERDICT_STYLE.get(run.get("verdict", ""), ""))
-        if run["path"] in self.st.marked:
+        if marked:
             mark = "A" if self.st.marked[0] == run["path"] else "B"
             out["run"] = Cell.assemble((f"{mark} ", "bold reverse"), out["run"], no_wrap=True)
         return out
 
+    def _sizes(self, run: dict[str, Any], c: dict[str, Text]) -> dict[str, int]:
+        """The widths a run's cells `c` want: the run column's whole, before any cut."""
+        sizes = {k: t.cell_len for k, t in c.items()}
+        if self._run_width is not None:
+            whole = Text(clean(rel(run["path"], self.st.roots))).cell_len
+            sizes["run"] = whole + (2 if run["path"] in self.st.marked else 0)
+        return sizes
+
     def _add(self, run: dict[str, Any]) -> bool:
         """Add a run's row; True when a cell is wider than its column was (columns may refit)."""
         c = self._cells(run)
-        wider = self._widen(c)
+        wider = self._widen(self._sizes(run, c))
         row = [c[k] for k in self.columns]
         self._row_run[id(row[0])] = run      # a sort's key function sees the cells, not the key
         self.table.add_row(*row, key=run["path"])
         return wider
 
-    def _widen(self, cells: dict[str, Text]) -> bool:
-        """Columns as wide as these cells (before their row is added or changed, which has the
-        table draw its lines again); True when one grew."""
+    def _widen(self, sizes: dict[str, int]) -> bool:
+        """Columns as wide as cells of these widths (before their row is added or changed, which
+        has the table draw its lines again); True when one grew."""
         wider = False
-        for k, t in cells.items():
-            if t.cell_len > self._widths.get(k, 0):
-                self._widths[k] = t.cell_len
+        for k, size in sizes.items():
+            if size > self._widths.get(k, 0):
+                self._widths[k] = size
                 column = self.table.columns.get(ColumnKey(k))
                 if column is not None:
-                    column.width = t.cell_len
+                    column.width = self._width(k)
                 wider = True
         return wider
 
@@ -466,9 +484,10 @@ class BrowseScreen(Screen):
             run = next((r for r in self.shown if r["path"] == p), None)
             if run is not None and p in table.rows:
                 old_cell = table.get_cell(p, "run") if "run" in self.columns else None
-                cell = self._cells(run)["run"]
+                cells = self._cells(run)
+                cell = cells["run"]
                 if old_cell is not None:
-                    widened |= self._widen({"run": cell})
+                    widened |= self._widen({"run": self._sizes(run, cells)["run"]})
                     table.update_cell(p, "run", cell, update_width=False)
                     if self._row_run.pop(id(old_cell), None) is not None and self.columns[0] == "run":
                         self._row_run[id(cell)] = run
