@@ -213,10 +213,13 @@ def test_big_logs_are_sampled_head_and_tail(tmp_path, monkeypatch):
 def test_cache_hits_misses_and_never_writes_into_runs(tmp_path, user_cache):
     root = make_tree(tmp_path / "runs")
     before = tree_state(root)
+    old = user_cache / "gymwatch" / "browse.json"          # an older gymwatch's cache: gone on a save
+    old.parent.mkdir(parents=True)
+    old.write_text("{}")
     cache = SummaryCache()
     assert cache.path.parent == cache_dir() == user_cache / "gymwatch"
     first = list_runs([root], cache)
-    assert (cache.hits, cache.misses) == (0, len(CASE_NAMES))
+    assert (cache.hits, cache.misses) == (0, len(CASE_NAMES)) and not old.exists()
     again = SummaryCache()
     assert list_runs([root], again) == first and (again.hits, again.misses) == (len(CASE_NAMES), 0)
     assert tree_state(root) == before                                  # nothing written into a run
@@ -232,9 +235,12 @@ def test_cache_keeps_summaries_exactly_and_survives_a_bad_file(tmp_path):
     path = tmp_path / "cache" / "browse.msgpack"
     sig = [["logs/a.log", 10, 1_700_000_000_123_456_789], ["rollouts.jsonl", None, None]]
     summary = {"path": "/r", "mean_reward": float("nan"), "trials": {"completed": 3}, "reason": "é"}
+    path.parent.mkdir()
+    (path.parent / "browse.json").write_text("{}")          # beside a file a caller named: not ours
     first = SummaryCache(path)
     first.put("/r", sig, summary)
     first.save()
+    assert (path.parent / "browse.json").exists()
     again = SummaryCache(path)
     got = again.get("/r", [list(x) for x in sig])
     assert got is not None and math.isnan(got.pop("mean_reward"))

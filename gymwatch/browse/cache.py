@@ -22,6 +22,7 @@ from ..core.session import bulk_load
 
 VERSION = f"4:{__version__}"     # summaries depend on the reducer: a new gymwatch rereads
 MAX_ENTRIES = 50_000
+OLD_FILE = "browse.json"         # gymwatch before the msgpack cache: never read, removed on a save
 _key = msgspec.msgpack.Encoder().encode        # a signature as the bytes it is compared by
 
 
@@ -92,4 +93,9 @@ class SummaryCache:
             os.replace(tmp, self.path)
             self._dirty = False
         except OSError:
-            pass
+            return
+        if self.path == cache_dir() / "browse.msgpack":      # only in our own dir: never a file a caller named
+            try:
+                (self.path.parent / OLD_FILE).unlink(missing_ok=True)
+            except OSError:
+                pass
