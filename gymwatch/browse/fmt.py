@@ -69,8 +69,13 @@ def cells(run: dict[str, Any], roots: list[str]) -> dict[str, str]:
         "never_ran": str(t.get("never_ran", 0)), "missing": str(t.get("missing", 0)),
         "reward": "-" if reward is None else f"{reward:.3f}",
         "verdict": run.get("verdict", "?") + ("~" if run.get("sampled") else ""),
-        "duration": duration(run.get("duration")), "run": clean(rel(run["path"], roots)),
+        "duration": duration(run.get("duration")), "run": run_name(run["path"], roots),
     }
+
+
+def run_name(path: str, roots: list[str]) -> str:
+    """A run as the list names it: its path under the root it was found in."""
+    return clean(rel(path, roots))
 
 
 def sort_key(run: dict[str, Any]) -> tuple:

@@ -14,6 +14,7 @@ from time import monotonic
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -33,7 +34,7 @@ from ..core.sanitize import clean
 from ..tui.typeahead import closed_early
 from .cache import SummaryCache
 from .compare import CompareScreen
-from .fmt import COLUMNS, ERROR, PROBLEM, VERDICT_ORDER, cells, fit, rel, shorten
+from .fmt import COLUMNS, ERROR, PROBLEM, VERDICT_ORDER, cells, fit, run_name, shorten
 from .runs import list_runs
 
 VERDICT_STYLE = {V_OK: "green", V_SOME_NEVER_RAN: "bold magenta", V_NO_AGENT_RAN: "bold red",
@@ -365,7 +366,7 @@ class BrowseScreen(Screen):
         """The widths a run's cells `c` want: the run column's whole, before any cut."""
         sizes = {k: t.cell_len for k, t in c.items()}
         if self._run_width is not None:
-            whole = Text(clean(rel(run["path"], self.st.roots))).cell_len
+            whole = cell_len(run_name(run["path"], self.st.roots))
             sizes["run"] = whole + (2 if run["path"] in self.st.marked else 0)
         return sizes
 

@@ -12,10 +12,11 @@ import re
 from typing import Any
 
 REDACTED = "<redacted>"
-_WORDS = r"api[_-]?key|token(?!i[sz]er)|secret|password|passwd|credential"
+_OTHERS = r"api[_-]?key|secret|password|passwd|credential"
+_WORDS = rf"{_OTHERS}|token(?!i[sz]er)"
 SECRET_KEY_RE = re.compile(_WORDS, re.IGNORECASE)
-# Secret words other than `tokens` (plural): a key holding one of them is secret whatever its value.
-_NOT_A_COUNT_RE = re.compile(r"api[_-]?key|token(?!s|i[sz]er)|secret|password|passwd|credential", re.IGNORECASE)
+# A secret word but `tokens` (plural): a key holding one is secret whatever its value.
+_NOT_A_COUNT_RE = re.compile(rf"{_OTHERS}|token(?!s|i[sz]er)", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"[+-]?\d+(?:\.\d+)?")
 # key=value / key: value / "key": "value" inside free text (argv, override lists, log lines).
 _ASSIGN_RE = re.compile(
