@@ -151,7 +151,7 @@ def to_text(d: dict[str, Any]) -> str:
                    f"{status(t['a_status'])} {reward(t['a_reward'])}  ->  {status(t['b_status'])} "
                    f"{reward(t['b_reward'])}" + ("   WORSE" if t["change"] == "worse" else ""))
     out.append("")
-    out.append("tasks (A -> B):")
+    out.append("tasks (A -> B; trials ok/failed/never ran/missing):")
     for t in d["tasks"]:
         a, b = t["a"], t["b"]
         mark = "" if (a["mean_reward"], counts_key(a)) == (b["mean_reward"], counts_key(b)) else "  *"
