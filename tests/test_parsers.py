@@ -175,7 +175,7 @@ def test_redaction():
 
 
 def test_token_counts_and_tokenizers_are_not_secrets():
-    # generation settings a run's card and a comparison must show: counts of tokens, a tokenizer's name
+    # generation settings the JSON report and a launched run's manifest must show: counts of tokens, a tokenizer
     argv = ["gym", "++responses_create_params.max_output_tokens=512", "--max-tokens", "2048",
             "++tokenizer=meta/llama", "++hf_token=123456", "++api_tokens=abc", "--hf-token", "99"]
     assert redact_argv(argv) == ["gym", "++responses_create_params.max_output_tokens=512", "--max-tokens",
