@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gymwatch.core import gymlines as gl
-from gymwatch.core import streamscan
+from gymwatch.core import logscan, streamscan
 from gymwatch.core.layout import BOTH, ENV, EVAL, VALIDATE
 from gymwatch.core.markers import MARKERS
 from gymwatch.core.model import RunState
@@ -26,7 +26,7 @@ ACTING = {**{f"PARENT_{i}": p for i, p in enumerate(gl.PARENT_PATTERNS)},
 
 def _hot(line: str, quiet: frozenset[str] = frozenset()) -> bool:
     block = line.encode() + b"\n"
-    return streamscan.next_hot(streamscan.hot_pattern(quiet), block, 0, len(block)) == 0
+    return logscan.next_line(streamscan.hot_pattern(quiet), block, 0, len(block)) == 0
 
 
 @pytest.mark.parametrize("name", sorted(ACTING))

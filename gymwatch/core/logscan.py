@@ -124,6 +124,12 @@ def not_starting_with(words: list[bytes]) -> bytes:
     return b"(?:" + (outside(trie) or b"[^\\s\\S]") + b")"
 
 
+def next_line(pat, block: bytes, pos: int, end: int) -> int:
+    """Where the first line at or after `pos` holding a match of `pat` starts (`end`: none)."""
+    found = find(pat, block, pos, end)
+    return line_start(block, found, pos) if found >= 0 else end
+
+
 def line_start(block: bytes, pos: int, lo: int = 0) -> int:
     return block.rfind(b"\n", lo, pos) + 1 or lo
 

@@ -207,8 +207,7 @@ class Reducer:
         def next_hit(pos: int) -> int:
             name = self._owner_of_stem(stem)
             pat = logscan.pattern(name, file not in self.access_sign_files, self.state.servers[name].first_run is None)
-            found = logscan.find(pat, block, pos, end)
-            return logscan.line_start(block, found, pos) if found >= 0 else end
+            return logscan.next_line(pat, block, pos, end)
 
         def skip(lo: int, hi: int, lineno: int) -> None:
             name = self._owner_of_stem(stem)
@@ -393,7 +392,7 @@ class Reducer:
         # (servers met in the block only make it read more lines one by one than it needs to)
         pattern = streamscan.hot_pattern(self._quiet_servers())
         _walk_block(block, first, lambda lineno: self._stream_steady(file, lineno),
-                    lambda pos: streamscan.next_hot(pattern, block, pos, len(block)),
+                    lambda pos: logscan.next_line(pattern, block, pos, len(block)),
                     lambda lo, hi, lineno: self._quiet_lines(role, file, block, lo, hi, lineno),
                     lambda lineno, text: self.stream_line(role, file, lineno, text))
 

@@ -77,12 +77,6 @@ def hot_pattern(quiet_servers: frozenset[str]):
     return pat
 
 
-def next_hot(pattern, block: bytes, pos: int, end: int) -> int:
-    """Where the next line at or after `pos` that the line path must read starts (`end`: none)."""
-    found = logscan.find(pattern, block, pos, end)
-    return logscan.line_start(block, found, pos) if found >= 0 else end
-
-
 def stamped_starts(block: bytes, lo: int, hi: int) -> Iterator[int]:
     """Starts of the lines of block[lo:hi] that may start with a timestamp."""
     if _STAMPED_AT.match(block, lo, hi):
