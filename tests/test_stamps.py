@@ -96,3 +96,36 @@ def test_responses_that_precede_the_logs_mean_the_zone_is_wrong(tmp_path, monkey
     st.first_stamp, st.last_stamp = first + 6 * 3600, first + 6 * 3600 + 60
     t = stamps.run_times(st, lay, (), [])
     assert t.started_from != "log lines"
+
+
+def _row(created: float, pad: int = 0) -> bytes:
+    return (b'{"responses_create_params":{"input":"' + b"x" * pad + b'"},"response":{"id":"r","created_at":'
+            + str(created).encode() + b',"output":[]},"reward":1.0}')
+
+
+@pytest.mark.parametrize("pads, end", [
+    ([0], b"\n"), ([0, 0, 0], b"\n"), ([0, 0], b""),                  # small; no newline at the end
+    ([100_000, 10, 100_000], b"\n"),                                  # rows longer than a first read
+    ([5_000_000, 10], b"\n"), ([10, 5_000_000], b"\r\n"), ([10, 5_000_000, 10], b"\n"),   # over 4 MB
+])
+def test_rows_span_is_the_first_and_last_rows_response_times(tmp_path, pads, end):
+    times = [1_780_000_000.0 + 60 * i for i in range(len(pads))]
+    p = tmp_path / "rollouts.jsonl"
+    p.write_bytes(b"\n".join(_row(t, pad) for t, pad in zip(times, pads)) + end)
+    first, last = stamps.rows_span(p)
+    # rows are looked at in their first and last 4 MB: a first row longer has no response time
+    # (its `response` comes after the inputs), a last row has it at its end
+    assert first == (times[0] if pads[0] < 4_000_000 else None)
+    assert last == times[-1]
+    assert stamps.rows_span(None) == (None, None)
+    p.write_bytes(b"")
+    assert stamps.rows_span(p) == (None, None)
+
+
+def test_scan_file_takes_the_first_and_last_stamps_from_the_ends_of_a_big_file(tmp_path):
+    p = tmp_path / "gym_env_start.stdout.log"
+    middle = b"".join(b"2026-11-29 10:%02d:00,000\tINFO middle\n" % (m % 60) for m in range(5000))
+    p.write_bytes(b"no stamp\n2026-11-29 09:00:00,000\tINFO first\n" + middle + b"2026-11-29 11:00:00,000\tINFO last\nno stamp\n")
+    first, last = stamps.scan_file(p)
+    assert (first, last) == (utc_epoch("2026-11-29 09:00:00"), utc_epoch("2026-11-29 11:00:00"))
+    assert stamps.scan_file(tmp_path / "missing") == (None, None)

@@ -117,3 +117,21 @@ def test_any_chunking_gives_the_same_lines(tmp_path_factory, data, cuts):
     if expected and expected[-1] == b"":
         expected.pop()
     assert [raw for _, raw in got] == expected
+
+
+def test_read_head_reads_the_start_of_a_file_or_raises_like_open(tmp_path):
+    p = tmp_path / "f.log"
+    p.write_bytes(b"abc\n" * 1000)
+    assert tail.read_head(p) == b"abc\n" * 1000
+    assert tail.read_head(p, 6) == b"abc\nab"
+    assert tail.read_head(p, 1 << 20) == b"abc\n" * 1000
+    data, st = tail.read_head_stat(p, 3)
+    assert data == b"abc" and st.st_size == 4000
+    (tmp_path / "empty").write_bytes(b"")
+    assert tail.read_head(tmp_path / "empty") == b""
+    for bad in (tmp_path / "missing", tmp_path):       # absent; a directory
+        try:
+            tail.read_head(bad)
+        except OSError:
+            continue
+        raise AssertionError(f"{bad} read")

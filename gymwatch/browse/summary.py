@@ -37,7 +37,7 @@ from ..core import gymlines as gl
 from ..core.layout import BOTH, EVAL, RunLayout
 from ..core.model import FAILED, SILENCE, RunInfo, RunState
 from ..core.session import RunSession
-from ..core.tail import Batch, Tailer, as_asked, read_at_most
+from ..core.tail import Batch, Tailer, as_asked, read_fd, read_head
 from ..core.verdict import counts, mean_reward, verdict
 from .fmt import ERROR
 from .procscan import ProcessSweep
@@ -64,12 +64,14 @@ class HeadTail:
             return batch
         self.done = True
         try:
-            with open(self.path, "rb") as fh:
-                st = os.fstat(fh.fileno())
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                st = os.fstat(fd)
                 self.mtime, self.exists, self.offset = st.st_mtime, True, st.st_size
-                head = fh.read(HEAD)
-                fh.seek(-TAIL, os.SEEK_END)
-                tail = fh.read(TAIL)
+                head = read_fd(fd, st.st_size, HEAD)
+                tail = os.pread(fd, TAIL, max(0, st.st_size - TAIL))
+            finally:
+                os.close(fd)
         except OSError as exc:
             batch.error = exc.strerror or str(exc)
             return batch
@@ -290,8 +292,9 @@ def _peek(path: Path, needle: bytes, chunk: int = 1 << 20) -> tuple[bool, tuple]
     """Does the file hold `needle` (a substring search, no line splitting)? And, if not, its first
     and last stamps (from the same read when it is small)."""
     try:
-        with open(path, "rb") as fh:
-            data = read_at_most(fh, chunk)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = read_fd(fd, os.fstat(fd).st_size, chunk)
             if len(data) < chunk:
                 if needle in data:
                     return True, (None, None)
@@ -299,8 +302,10 @@ def _peek(path: Path, needle: bytes, chunk: int = 1 << 20) -> tuple[bool, tuple]
             while data:
                 if needle in data:
                     return True, (None, None)
-                more = fh.read(chunk)
+                more = os.read(fd, chunk)
                 data = data[-len(needle):] + more if more else b""
+        finally:
+            os.close(fd)
     except OSError:
         return True, (None, None)             # let the tailer report why it cannot be read
     return False, stamps.scan_file(path)
@@ -314,9 +319,8 @@ def _gym_listed(path: Path, limit: int = 1 << 20) -> tuple[Optional[frozenset], 
     line in a file (None: no such line in its first `limit` bytes, or it does not list all N),
     and the file's first and last stamps."""
     try:
-        with open(path, "rb") as fh:
-            data = read_at_most(fh, limit)
-            whole = len(data) < limit
+        data = read_head(path, limit)
+        whole = len(data) < limit
     except OSError:
         return None, (None, None)
     times = stamps.scan_lines(data.splitlines()) if whole else stamps.scan_file(path)
@@ -357,8 +361,7 @@ def quick_info(lay: RunLayout) -> RunInfo:
 
 def _read_text(path: str, limit: int = 1 << 20) -> str:
     try:
-        with open(path, "rb") as fh:      # (a text-mode file costs an isatty call and a decoder)
-            return read_at_most(fh, limit).decode("utf-8", "replace")
+        return read_head(path, limit).decode("utf-8", "replace")
     except OSError:
         return ""
 

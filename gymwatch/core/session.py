@@ -21,7 +21,7 @@ from .config import read_info
 from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
 from .model import RunState
 from .reducer import Changes, Reducer
-from .tail import Tailer, read_at_most
+from .tail import Tailer, read_head, read_head_stat
 from .verdict import parent_ended
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
@@ -342,8 +342,7 @@ class RunSession:
         if agg is None or self.state.aggregate_written or not self._from_this_run(agg):
             return
         try:
-            with open(agg, "rb") as fh:
-                _whole_json(fh.read())
+            _whole_json(read_head(agg))
         except (OSError, ValueError):
             return   # absent, or still being written
         self.reducer.aggregate_done()
@@ -356,9 +355,8 @@ class RunSession:
         if path is None or self.reducer.health_file_totals or not self._from_this_run(path):
             return
         try:
-            with open(path, "rb") as fh:
-                data = read_at_most(fh, 8 << 20)
-                mtime = os.fstat(fh.fileno()).st_mtime
+            data, st = read_head_stat(path, 8 << 20)
+            mtime = st.st_mtime
         except OSError:
             return
         if not data.strip():

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from .tail import read_fd
+
 # A line can start with a timestamp only if it starts with one of these (the reducer checks this
 # one character before calling line_stamp, so untimed lines cost one set lookup).
 STAMP_START = frozenset("[12")
@@ -131,13 +133,15 @@ def scan_file(path: str | os.PathLike, budget: int = SCAN_BYTES) -> tuple[Option
     """First and last line stamps of a file, from its first and last `budget` bytes (a small file:
     all of it). For files a summary did not read."""
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
             if size <= 2 * budget:
-                return scan_lines(fh.read().splitlines())
-            head = fh.read(budget).splitlines()[:-1]
-            fh.seek(size - budget)
-            tail = fh.read(budget).splitlines()[1:]
+                return scan_lines(read_fd(fd, size).splitlines())
+            head = read_fd(fd, size, budget).splitlines()[:-1]
+            tail = os.pread(fd, budget, size - budget).splitlines()[1:]
+        finally:
+            os.close(fd)
     except OSError:
         return None, None
     a = scan_lines(head)
@@ -150,25 +154,40 @@ def rows_span(path: Optional[Path]) -> tuple[Optional[float], Optional[float]]:
     if path is None:
         return None, None
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
             if size == 0:
                 return None, None
-            first_line = fh.readline(4 << 20)
+            head = read_fd(fd, size, 64 << 10)
+            first_line = _first_line(fd, size, head, 4 << 20)
             back = 64 << 10          # a row can be long: look further back until a line start
             while True:
                 back = min(size, back)
-                fh.seek(size - back)
-                tail = fh.read(back).rstrip(b"\r\n")
+                tail = (head if back == size == len(head) else os.pread(fd, back, size - back)).rstrip(b"\r\n")
                 if b"\n" in tail or back >= size or back >= 4 << 20:
                     break
                 back *= 4
+        finally:
+            os.close(fd)
     except OSError:
         return None, None
     last_line = tail[tail.rfind(b"\n") + 1:] if b"\n" in tail else tail
     first = _created(first_line)
     last = _created(last_line) if last_line.strip() else None
     return first, last if last is not None else first
+
+
+def _first_line(fd: int, size: int, head: bytes, limit: int) -> bytes:
+    """The file's first line, up to `limit` bytes (readline's), given its first bytes `head`."""
+    end = head.find(b"\n")
+    if end >= 0:
+        return head[:end + 1]
+    if len(head) >= min(size, limit):
+        return head[:limit]
+    head = os.pread(fd, min(size, limit), 0)
+    end = head.find(b"\n")
+    return head[:end + 1] if end >= 0 else head
 
 
 def _created(line: bytes) -> Optional[float]:
