@@ -15,6 +15,7 @@ from conftest import record_made
 from gymwatch.browse import runs as runs_mod
 from gymwatch.browse import screen as screen_mod
 from gymwatch.browse import summary as summary_mod
+from gymwatch.browse import workers as workers_mod
 from gymwatch.browse.cache import SummaryCache, cache_dir
 from gymwatch.browse.runs import list_runs
 from gymwatch.browse.scan import discover_found, find_runs, signature, walk
@@ -23,7 +24,7 @@ from gymwatch.browse.compare import CompareScreen, EvidenceScreen
 from gymwatch.browse.fmt import COLUMNS, RUN_MIN, fit, shorten
 from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail, sort_value
 from gymwatch.cli import main
-from gymwatch.core.layout import discover
+from gymwatch.core.layout import Listings, discover, list_dir
 from gymwatch.core.session import read_run
 from gymwatch.tui.card import TrialCard
 from gymwatch.core.verdict import counts, mean_reward, verdict
@@ -118,6 +119,50 @@ def test_discovery_lists_each_directory_once(tmp_path, monkeypatch):
         listed.clear()
         discover_found(f)
         assert str(tmp_path / run) not in listed       # the walk's own listing
+
+
+def test_a_summary_made_from_the_listings_is_one_made_from_scratch():
+    """A listing's summary takes its files' facts and its logs from the listings the walk and
+    the signature took: the same summary as one that looks at the run afresh."""
+    for f in walk([FIXTURES]):
+        sig = signature(f)
+        assert f.subs or not set(f.dirs) & {"logs", "gym_run"}, f.path
+        made = workers_mod.made(f.dir, sig, None, f)
+        fresh = workers_mod.made(f.dir, sig, None)
+        for s in (made, fresh):
+            if s[1] and s[1].get("liveness"):
+                s[1]["liveness"].pop("last_write")       # (a live run's files: read a moment apart)
+        assert made == fresh, f.path
+
+
+def test_a_summary_lists_no_directory_its_signature_listed(tmp_path, monkeypatch):
+    shutil.copytree(CASES / "startup_failed", tmp_path / "run")       # its logs/ are read
+    (f,) = walk([tmp_path / "run"])
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+    monkeypatch.setattr(os, "scandir", scandir)
+    answer = workers_mod.made(f.dir, signature(f), None, f)
+    assert answer[1]["logs_read"] and answer[1]["servers"]
+    assert str(tmp_path / "run" / "logs") not in listed[1:], listed     # (the signature's own, first)
+
+
+def test_listings_stat_a_file_as_its_listing_has_it(tmp_path):
+    (tmp_path / "a.log").write_text("x")
+    entries = list_dir(tmp_path)
+    assert entries["a.log"].stat().st_size == 1                # as a signature stats it
+    ls = Listings({str(tmp_path): entries})
+    (tmp_path / "a.log").write_text("grown")
+    (tmp_path / "b.log").write_text("new")
+    assert ls.stat(tmp_path / "a.log").st_size == 1          # the signature's look at it
+    with pytest.raises(FileNotFoundError):
+        ls.stat(tmp_path / "b.log")                            # not in the listing
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.log").write_text("abc")
+    assert ls.stat(tmp_path / "sub" / "c.log").st_size == 3   # a directory not listed: now
 
 
 @pytest.mark.parametrize("case", sorted(p.name for p in CASES.iterdir() if p.is_dir()))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Optional
 
 from ..core.layout import (
-    BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, NotARun, RunLayout,
-    discover,
+    BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, Listings, NotARun,
+    RunLayout, discover,
 )
 
 SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "_stub", "_driver"}
@@ -33,6 +33,9 @@ class Found:
     dirs: dict[str, str]                # its subdirectories: name -> path
     entries: dict[str, os.DirEntry]     # all its entries, by name (discover() starts from them)
     real: bool = False                  # `dir` is resolved: no symlink on the way down to it
+    # the SIG_SUBDIRS' entries as signature() listed them, by their path: the summary made from
+    # that signature reads its logs and its files' sizes and times from them
+    subs: dict[str, list[os.DirEntry]] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -134,37 +137,56 @@ def found_at(path: str | os.PathLike) -> Found:
     return Found(os.fspath(path), files, dirs, entries)
 
 
-def discover_found(found: Found) -> RunLayout:
-    """discover() of a run the walk found, from the walk's own listing of its dir when the walk's
-    path is a resolved one (else discover resolves it and lists afresh)."""
-    return discover(found.path, listed=found.entries) if found.real else discover(found.path)
+def discover_found(found: Found, listed: Optional[Listings] = None) -> RunLayout:
+    """discover() of a run the walk found, from the walk's own listings (`listed`: listings(found),
+    taken already) when the walk's path is a resolved one (else discover resolves it and lists
+    afresh)."""
+    listed = listed if listed is not None else listings(found)
+    return discover(found.path, listed=listed) if listed is not None else discover(found.path)
+
+
+def listings(found: Found) -> Optional[Listings]:
+    """The listings the walk and the signature took of a run (None: the walk's path is not the
+    resolved one discovery goes by)."""
+    if not found.real:
+        return None
+    seed = {found.dir: found.entries}
+    for path, entries in found.subs.items():
+        seed[path] = {e.name: e for e in entries}
+    return Listings(seed)
 
 
 def signature(found: Found) -> list:
     """(name, size, mtime) of the run dir's files and of its logs/ and gym_run/ dirs: what a
     summary reads. Cheap: the walk's DirEntry objects cache most of the stat calls, and only
-    the subdirectories the walk saw are listed (a warm listing of 1,000 runs is mostly this)."""
+    the subdirectories the walk saw are listed (a warm listing of 1,000 runs is mostly this);
+    their listings are kept in `found.subs`, the stat calls in their entries."""
     sig = [_entry_sig("", e) for e in found.files.values()]
     for sub in SIG_SUBDIRS:
         path = found.dirs.get(sub)
         if path is not None:
-            _files_sig(sub + "/", path, sig)
+            entries = found.subs[path] = _entries(path)
+            _files_sig(sub + "/", entries, sig)
     sig.sort()
     return sig
 
 
-def _files_sig(prefix: str, d: str, sig: list) -> None:
-    """The signatures of the files in `d`, added to `sig` (straight from the listing: no dicts)."""
+def _entries(d: str) -> list[os.DirEntry]:
     try:
         with os.scandir(d) as it:
-            for e in it:
-                try:
-                    if e.is_file():
-                        sig.append(_entry_sig(prefix, e))
-                except OSError:
-                    continue
+            return list(it)
     except OSError:
-        pass
+        return []
+
+
+def _files_sig(prefix: str, entries: list[os.DirEntry], sig: list) -> None:
+    """The signatures of the files among `entries`, added to `sig` (no dicts: a warm listing)."""
+    for e in entries:
+        try:
+            if e.is_file():
+                sig.append(_entry_sig(prefix, e))
+        except OSError:
+            continue
 
 
 def _entry_sig(prefix: str, e: os.DirEntry) -> list:

@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 from ..core import config, procs, stamps
 from ..core import gymlines as gl
-from ..core.layout import BOTH, EVAL, RunLayout
+from ..core.layout import BOTH, EVAL, Listings, RunLayout
 from ..core.model import FAILED, SILENCE, RunInfo, RunState
 from ..core.session import RunSession
 from ..core.tail import Batch, Tailer, as_asked, read_fd, read_head
@@ -226,10 +226,7 @@ class SummarySession(RunSession):
     def _tailer(self, path: Path, offset_key: str):
         if self._is_rows(path) or offset_key and self.layout.log_offsets.get(offset_key):
             return super()._tailer(path, offset_key)
-        try:
-            big = os.path.getsize(path) > HEAD + TAIL
-        except OSError:
-            big = False
+        big = self._size(path) > HEAD + TAIL
         if big:
             self.sampled = True
         t = HeadTail(str(path)) if big else Tailer(str(path))
@@ -256,7 +253,7 @@ class SummarySession(RunSession):
         """Rows and the collector's output first; everything else only if they do not decide the
         verdict. True: every log was read (the server column's failed count is known)."""
         agg = self.layout.aggregate
-        if agg is not None and agg.is_file():      # else the rows cannot decide: read all at once
+        if agg is not None and self._is_file(agg):      # else the rows cannot decide: read all at once
             self.phase = FIRST
             self.poll(final=True)
             st = self.state
@@ -371,15 +368,17 @@ def _first(pattern: re.Pattern, text: str) -> str:
     return m.group(1) if m else ""
 
 
-def summarize(path: str | os.PathLike, layout: RunLayout, sig: list,
-              sweep: Optional[ProcessSweep] = None, check_processes: bool = True) -> dict[str, Any]:
-    """The list's facts about one run. Never raises: a broken run is listed as an error."""
+def summarize(path: str | os.PathLike, layout: RunLayout, sig: list, sweep: Optional[ProcessSweep] = None,
+              check_processes: bool = True, listed: Optional[Listings] = None) -> dict[str, Any]:
+    """The list's facts about one run. Never raises: a broken run is listed as an error. `listed`:
+    the listings `layout` and `sig` were made from: the summary takes the run's files as they say
+    (it goes with its signature, and makes ~10 stat calls fewer)."""
     out: dict[str, Any] = {"path": str(path), "kind": layout.kind, "started": None, "ended": None,
                            "duration": None, "started_from": None, "ended_from": None}
     file_times = [m / 1e9 for _, _, m in sig if m]
     try:
         session = SummarySession(layout, check_processes=check_processes)
-        session.sweep = sweep
+        session.sweep, session.listed = sweep, listed
         logs_read = session.read()
     except Exception as exc:  # noqa: BLE001 - one bad run must not stop the listing
         out.update(_times_only(layout, file_times))

@@ -26,7 +26,7 @@ import msgspec
 from ..core.forkchild import fork_child
 from ..core.layout import NotARun, discover
 from .procscan import ProcessSweep
-from .scan import Found, discover_found, found_at, signature
+from .scan import Found, discover_found, found_at, listings, signature
 from .summary import summarize
 
 # A run for a worker: its path and signature (None: the worker makes it); its answer, `made()`
@@ -42,11 +42,12 @@ def make(path, sig: list, sweep: Optional[ProcessSweep] = None,
          found: Optional[Found] = None) -> Optional[dict[str, Any]]:
     """One run's summary, or None if it is not a run after all. `sweep`: the listing's look at
     the process table (None: this run's own); `found`: the walk's look at the run's dir."""
+    listed = listings(found) if found is not None else None
     try:
-        layout = discover_found(found) if found is not None else discover(path)
+        layout = discover_found(found, listed) if found is not None else discover(path)
     except NotARun:
         return None
-    return summarize(path, layout, sig, sweep or ProcessSweep())
+    return summarize(path, layout, sig, sweep or ProcessSweep(), listed=listed)
 
 
 def made(path: str, sig: Optional[list], sweep: Optional[ProcessSweep] = None,

@@ -7,6 +7,7 @@ do not exist yet are still named, so a live watcher picks them up when they appe
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -64,6 +65,19 @@ class Listings:
 
     def is_file(self, d: str | os.PathLike, name: str) -> bool:
         return self._is(d, name, os.DirEntry.is_file)
+
+    def stat(self, path: str | os.PathLike) -> os.stat_result:
+        """`path`'s stat as its directory's listing has it (a DirEntry keeps the stat it made once):
+        FileNotFoundError when the listing has no such name. A path in a directory not listed
+        here is stat'ed now."""
+        d, name = os.path.split(os.fspath(path))
+        entries = self._dirs.get(d)
+        if entries is None:
+            return os.stat(path)
+        e = entries.get(name)
+        if e is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+        return e.stat()
 
     def _is(self, d: str | os.PathLike, name: str, test) -> bool:
         e = self.entries(d).get(name)
@@ -137,12 +151,16 @@ class RunLayout:
         except ValueError:
             return text
 
-    def server_logs(self) -> dict[str, Path]:
-        if self.logs_dir is None or not self.logs_dir.is_dir():
+    def server_logs(self, ls: Optional[Listings] = None) -> dict[str, Path]:
+        """`<logs>/<name>.log` by name, as the logs dir is now, or as `ls` (listings just taken:
+        the runs browser's) has it."""
+        d = self.logs_dir
+        if d is None or not (d.is_dir() if ls is None else ls.is_dir(d.parent, d.name)):
             return {}
         out = {}
         try:
-            for entry in sorted(os.scandir(self.logs_dir), key=lambda e: e.name):
+            entries = os.scandir(d) if ls is None else ls.entries(d).values()
+            for entry in sorted(entries, key=lambda e: e.name):
                 if entry.name.endswith(".log") and entry.is_file():
                     out[entry.name[:-4]] = Path(entry.path)
         except OSError:
@@ -249,13 +267,12 @@ def _load_manifest(path: Path) -> dict:
     return data
 
 
-def discover(path: str | os.PathLike, logs: Optional[str] = None,
-             listed: Optional[dict[str, os.DirEntry]] = None) -> RunLayout:
-    """Work out what kind of run `path` is. Raises NotARun with a one-line reason. `listed`: the
-    entries of `path`, a resolved directory the caller has just listed (the runs browser's walk)."""
+def discover(path: str | os.PathLike, logs: Optional[str] = None, listed: Optional[Listings] = None) -> RunLayout:
+    """Work out what kind of run `path` is. Raises NotARun with a one-line reason. `listed`:
+    listings the caller has just taken, `path`'s among them, a resolved directory (the runs
+    browser's walk)."""
     if listed is not None:
-        p = Path(path)
-        layout = _from_dir(p, Listings({str(p): listed}))
+        layout = _from_dir(Path(path), listed)
     else:
         layout = _discover(path)
     if logs:

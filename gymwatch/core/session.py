@@ -6,9 +6,11 @@ every watchfiles event and on a periodic tick. Same path, same model.
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import os
+import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +20,7 @@ import msgspec
 
 from . import eolcount, inputkeys, procs, rowsfork
 from .config import read_info
-from .layout import MANIFEST_NAME, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
+from .layout import MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
 from .model import RunState
 from .reducer import Changes, Reducer
 from .tail import Tailer, read_head, read_head_stat
@@ -37,6 +39,10 @@ HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must st
 
 
 class RunSession:
+    # listings of the run just taken, for a one-shot read of it (the runs browser's summary): its
+    # files' sizes and times as they say, the same the summary's cache key was made from
+    listed: Optional[Listings] = None
+
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
                  check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False,
                  timed: bool = False, helpers: bool = False):
@@ -157,9 +163,9 @@ class RunSession:
     def server_logs(self) -> dict[str, Path]:
         """The run's per-server logs now (a live run's logs/ dir may appear or grow)."""
         lay = self.layout
-        if lay.logs_dir is None and (lay.root / "logs").is_dir() and lay.kind != "launched":
+        if lay.logs_dir is None and lay.kind != "launched" and self._is_dir(lay.root / "logs"):
             lay.logs_dir = lay.root / "logs"
-        return lay.server_logs()
+        return lay.server_logs(self.listed)
 
     def run_streams(self) -> list[Stream]:
         """Gym's captured output found in the run now (a launched run's are in its manifest)."""
@@ -183,7 +189,7 @@ class RunSession:
             reset |= self._read(stream.path, final, lambda f, first, block, role=stream.role:
                                 self.reducer.stream_block(role, f, first, block), blocks=True)
         if lay.rollouts is not None:
-            if not self.state.collector.started and lay.materialized is not None and lay.materialized.exists():
+            if not self.state.collector.started and lay.materialized is not None and self._exists(lay.materialized):
                 self.reducer.collection_began()
             keys = self._keys_child(lay.materialized, final)   # big inputs: on the other core
             if keys is None:
@@ -237,7 +243,7 @@ class RunSession:
             if not batch.more:
                 return False
             if deadline is not None and time.monotonic() >= deadline:
-                self.behind[rel] = (t.offset, _size(path))
+                self.behind[rel] = (t.offset, self._size(path))
                 return False
 
     def _keys_child(self, path: Optional[Path], final: bool) -> Optional[inputkeys.KeysChild]:
@@ -248,7 +254,7 @@ class RunSession:
         t = self.tailers.get(path)
         if t is not None and t.offset:
             return None
-        if _size(path) < KEYS_CHILD_MIN:
+        if self._size(path) < KEYS_CHILD_MIN:
             return None
         try:
             return inputkeys.KeysChild(str(path), 0, final)
@@ -265,7 +271,7 @@ class RunSession:
         t = self.tailers.get(path)
         if t is not None and t.offset:
             return None
-        size = _size(path)
+        size = self._size(path)
         if size < ROWS_CHILD_MIN:
             return None
         start = rowsfork.split_point(str(path), size, ROWS_CHILD_SHARE)
@@ -312,6 +318,37 @@ class RunSession:
             files[rel] = files.get(rel, 0) + lines
         return False
 
+    # A file's facts: now, or as listings just taken have them (`listed`: a one-shot read)
+    def _stat(self, path: Path) -> os.stat_result:
+        return os.stat(path) if self.listed is None else self.listed.stat(path)
+
+    def _is_dir(self, path: Path) -> bool:
+        try:
+            return stat.S_ISDIR(self._stat(path).st_mode)
+        except OSError:
+            return False
+
+    def _is_file(self, path: Path) -> bool:
+        try:
+            return stat.S_ISREG(self._stat(path).st_mode)
+        except OSError:
+            return False
+
+    def _exists(self, path: Path) -> bool:
+        try:
+            self._stat(path)
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                return False
+            raise
+        return True
+
+    def _size(self, path: Path) -> int:
+        try:
+            return self._stat(path).st_size
+        except OSError:
+            return 0
+
     def _tailer(self, path: Path, offset_key: str) -> Tailer:
         offset = self.layout.log_offsets.get(offset_key, 0) if offset_key else 0
         if offset <= 0:
@@ -325,12 +362,13 @@ class RunSession:
         if path is None:
             return False
         try:
-            mtime = path.stat().st_mtime
+            mtime = self._stat(path).st_mtime
         except OSError:
             return False
+        inputs = self.layout.materialized
         try:
-            fresh = mtime >= self.layout.materialized.stat().st_mtime - STALE_SLACK  # type: ignore[union-attr]
-        except (OSError, AttributeError):
+            fresh = inputs is None or mtime >= self._stat(inputs).st_mtime - STALE_SLACK
+        except OSError:
             return True
         if not fresh:
             note = f"{self.layout.rel(path)} is older than this run's inputs (left by an earlier run): not read"
@@ -467,11 +505,7 @@ def _stat_sig(path: Path) -> tuple:
         return (str(path), None, None)
 
 
-def _size(path: Path) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)      # Path.exists() says False
 
 
 def _count_lines(path: Path, upto: int) -> int:
