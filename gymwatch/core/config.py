@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from .model import RunInfo
 from .redact import redact_argv, redact_obj
+from .tail import read_head
 
 _KIND_RE = re.compile(r"(resources_servers|responses_api_models|responses_api_agents)/([\w\-]+)")
 _SITE_RE = re.compile(r"^(.*/site-packages)/(?:resources_servers|responses_api_models|responses_api_agents|"
@@ -133,7 +134,7 @@ def _from_config(info: RunInfo, cfg: dict, label: str) -> None:
 
 def _from_bundle(info: RunInfo, meta_path: Path) -> None:
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(read_head(meta_path).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return
     target = meta.get("target") if isinstance(meta, dict) else None

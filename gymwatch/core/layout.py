@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .tail import read_head
+
 MANIFEST_NAME = "gymwatch-manifest.json"
 REPLAY_MARKER = ".gymwatch-replay"      # `gymwatch replay` writes the run: no processes to look for
 SIDE_FAILURES = "_failures"
@@ -350,7 +352,7 @@ def _output_from_hydra(dirs: list[Path]) -> Optional[Path]:
     for d in dirs:
         cfg = d / ".hydra" / "config.yaml"
         try:
-            for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+            for line in read_head(cfg).decode("utf-8", "replace").splitlines():
                 if line.startswith("output_jsonl_fpath:"):
                     value = Path(line.split(":", 1)[1].strip().strip("'\""))
                     if is_rollouts_name(value.name):    # not a value cut short by a read mid-write

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .tail import read_fd
+from .tail import read_fd, read_head
 
 # A line can start with a timestamp only if it starts with one of these (the reducer checks this
 # one character before calling line_stamp, so untimed lines cost one set lookup).
@@ -267,7 +267,7 @@ def _recorded(out: RunTimes, layout, state) -> None:
     meta = getattr(layout, "bundle_meta", None)
     if meta is not None:
         try:
-            data = json.loads(Path(meta).read_text(encoding="utf-8"))
+            data = json.loads(read_head(meta).decode("utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
             data = None
         if isinstance(data, dict):
@@ -298,8 +298,7 @@ def _status(path: object) -> Optional[dict]:
     if not isinstance(path, str):
         return None
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = json.loads(read_head(path).decode("utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
