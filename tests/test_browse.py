@@ -394,11 +394,32 @@ def test_a_dead_forked_worker_is_made_up_for_in_process(tmp_path, forked_pools, 
     parent = os.getpid()
 
     def make_then_die(path, sig, sweep=None, found=None):
-        if os.getpid() != parent and path.endswith(sorted(CASE_NAMES)[-1]):
+        if os.getpid() != parent:          # a worker, at its first run (this process goes on)
+            (tmp_path / f"died-{os.getpid()}").touch()
             os.kill(os.getpid(), signal.SIGKILL)
         return real_make(path, sig, sweep, found)
     monkeypatch.setattr(workers, "make", make_then_die)
-    assert list_runs([root], SummaryCache(enabled=False), jobs=2) == alone
+    assert list_runs([root], SummaryCache(enabled=False), jobs=3) == alone
+    assert len(list(tmp_path.glob("died-*"))) == 2
+
+
+def test_a_forked_pool_makes_runs_here_too(tmp_path, monkeypatch):
+    """ForkPool(n) forks n - 1 workers: this process takes runs from their queue whenever no
+    answer is waiting, and answers come in walk order all the same."""
+    from gymwatch.browse import workers
+
+    root = make_tree(tmp_path / "runs")
+    found = list(walk([root]))
+    alone = [workers.made(f.dir, None, None, f) for f in walk([root])]
+    here = record_made(monkeypatch, workers, "made")
+    pool = workers.ForkPool(2)
+    try:
+        answers = list(pool.map([(f.dir, None) for f in found], found))
+        forked = len(pool.pids)
+    finally:
+        pool.close()
+    assert answers == alone and forked == 1
+    assert 1 <= len(here) <= len(found)
 
 
 def test_a_dead_worker_is_made_up_for_in_process(tmp_path, pools, monkeypatch):

@@ -2,15 +2,17 @@
 
 A worker is given a run's path and, when the listing had it, its signature; it answers with
 both, `[signature, summary]` (a listing of runs never seen leaves their signatures to the
-workers, in parallel). Workers are forked (ForkPool): they start with everything imported and
-take run numbers from a shared pipe, so a worker with costly runs does fewer; answers come back
-as msgpack frames, put in walk order. A process with other threads must not fork (the browse
-screen's scanning thread): its WorkerPool starts one `python -m gymwatch.browse.workers N`
-process, which has no thread but its own, to fork them and pass their answers on.
+workers, in parallel). Workers are forked (ForkPool), the listing's own process one of them:
+they start with everything imported and take run numbers from a shared pipe, so a worker with
+costly runs does fewer; answers come back as msgpack frames, put in walk order. A process with
+other threads must not fork (the browse screen's scanning thread): its WorkerPool starts one
+`python -m gymwatch.browse.workers N` process, which has no thread but its own, to be them and
+pass their answers on.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import selectors
 import signal
@@ -60,9 +62,9 @@ def made(path: str, sig: Optional[list], sweep: Optional[ProcessSweep] = None,
 
 
 class WorkerPool:
-    """ForkPool's workers for a process with other threads: forked by one `python -m
-    gymwatch.browse.workers N` process, which reads the items on its stdin and writes ForkPool's
-    frames, in walk order, on its stdout. (N `python -m` workers, each importing the core (~0.25
+    """ForkPool's workers for a process with other threads: one `python -m gymwatch.browse.workers
+    N` process and those it forks, which read the items on its stdin and write ForkPool's frames,
+    in walk order, on its stdout. (N `python -m` workers, each importing the core (~0.25
     s) and given a fixed share of the runs, made the browse screen's cold listing ~35% slower.)
     A plain child process, not multiprocessing: that one's helper process needs a real stderr,
     which a Textual app does not have, and its spawn re-runs the main script."""
@@ -111,8 +113,8 @@ FORK_MAX_RUNS = 16384          # run numbers a pipe holds before anyone reads (6
 
 
 class ForkPool:
-    """Workers forked from this process, for a listing made by a process with no other thread
-    (`can_fork`): they start with everything imported (a `python -m` worker took ~0.2 s to
+    """n workers, this process and n - 1 forked from it, for a listing made by a process with
+    no other thread (`can_fork`): they start with everything imported (a `python -m` worker took ~0.2 s to
     import the core before its first summary) and have the runs they inherit. They take them
     one at a time from a shared pipe of run numbers, so a worker with costly runs does fewer
     (run i from worker i % n left one worker with 20% more work on a tree of repeated cases).
@@ -126,29 +128,36 @@ class ForkPool:
         self.n, self.sweep = n, sweep
         self.pids: list[int] = []
         self.fds: list[int] = []
+        self.queue: Optional[int] = None
 
     def map(self, items: list[Item], found: Optional[list[Found]] = None) -> Iterator[Answer]:
         """Answers for `items`, in order, as they come; `found`: the walk's look at each (the
         workers inherit it)."""
-        for i, data in enumerate(self.raw(items, found)):
-            yield _decoded(data, i)
+        for i, got in enumerate(self._results(items, found)):
+            yield got if isinstance(got, list) else _decoded(got, i)
 
     def raw(self, items: list[Item], found: Optional[list[Found]] = None) -> Iterator[bytes]:
-        """The answers as the workers encoded them, in order."""
+        """The answers encoded as the workers encode them, in order."""
+        encode = msgspec.msgpack.Encoder().encode
+        for got in self._results(items, found):
+            yield encode(got) if isinstance(got, list) else got
+
+    def _results(self, items: list[Item], found: Optional[list[Found]]) -> Iterator[bytes | Answer]:
+        """Per run, in order, a worker's encoded answer or the answer made here: this process is
+        the n-th worker (it would otherwise wait on the others, sharing their cores: with one
+        worker less, a cold listing of 1,000 runs took ~4% less time)."""
         if len(items) > FORK_MAX_RUNS:        # (runs.py asks for no more)
             raise BrokenPool("too many runs for one queue")
-        tr, tw = os.pipe()
+        self.queue, tw = os.pipe()
         os.write(tw, b"".join(self.TAKE.pack(i) for i in range(len(items))))
         os.close(tw)                    # drained, the queue reads as closed: a worker stops
-        try:
-            for _ in range(self.n):
-                self._fork(items, tr, found)
-        finally:
-            os.close(tr)
-        yield from self._answers(len(items))
+        for _ in range(self.n - 1):
+            self._fork(items, self.queue, found)
+        yield from self._answers(items, found)
 
     def _fork(self, items: list[Item], queue: int, found: Optional[list[Found]]) -> None:
         r, w = os.pipe()
+        _widen(r)
 
         def work() -> None:
             os.close(r)
@@ -156,8 +165,7 @@ class ForkPool:
                 os.close(fd)
             encode = msgspec.msgpack.Encoder().encode
             with open(w, "wb") as out:
-                while len(took := os.read(queue, self.TAKE.size)) == self.TAKE.size:
-                    i = self.TAKE.unpack(took)[0]
+                while (i := self._take()) is not None:
                     path, sig = items[i]
                     data = encode(made(path, sig, self.sweep, found[i] if found else None))
                     out.write(self.FRAME.pack(i, len(data)) + data)
@@ -171,29 +179,45 @@ class ForkPool:
         self.pids.append(pid)
         self.fds.append(r)
 
-    def _answers(self, count: int) -> Iterator[bytes]:
+    def _take(self) -> Optional[int]:
+        """The next run from the queue (None: none left)."""
+        took = os.read(self.queue, self.TAKE.size)      # type: ignore[arg-type]
+        return self.TAKE.unpack(took)[0] if len(took) == self.TAKE.size else None
+
+    def _answers(self, items: list[Item], found: Optional[list[Found]]) -> Iterator[bytes | Answer]:
+        """The answers in order: the workers' as they come, and between them, whenever none is
+        waiting, a run from the queue made here."""
         sel = selectors.DefaultSelector()
         held = {fd: b"" for fd in self.fds}
         for fd in self.fds:
             sel.register(fd, selectors.EVENT_READ)
-        done: dict[int, bytes] = {}
+        done: dict[int, bytes | Answer] = {}
+        mine = True                   # the queue may still have runs for this process
         try:
-            for i in range(count):
+            for i in range(len(items)):
                 while i not in done:
-                    if not held:
+                    if not mine and not held:
                         raise BrokenPool("a worker stopped answering")
-                    for key, _ in sel.select():
+                    ready = sel.select(0 if mine else None) if held else []
+                    for key, _ in ready:
                         chunk = os.read(key.fd, 1 << 16)
                         if not chunk:
                             sel.unregister(key.fd)
                             del held[key.fd]
                             continue
                         held[key.fd] = self._frames(held[key.fd] + chunk, done)
+                    if not ready and mine:
+                        k = self._take()
+                        if k is None:
+                            mine = False
+                        else:
+                            path, sig = items[k]
+                            done[k] = made(path, sig, self.sweep, found[k] if found else None)
                 yield done.pop(i)
         finally:
             sel.close()
 
-    def _frames(self, data: bytes, done: dict[int, bytes]) -> bytes:
+    def _frames(self, data: bytes, done: dict[int, bytes | Answer]) -> bytes:
         """Whole frames of `data` into `done`; what is left of a frame still coming."""
         at, head = 0, self.FRAME.size
         while len(data) - at >= head:
@@ -205,8 +229,9 @@ class ForkPool:
         return data[at:]
 
     def close(self) -> None:
-        for fd in self.fds:
+        for fd in self.fds + ([self.queue] if self.queue is not None else []):
             os.close(fd)
+        self.queue = None
         for pid in self.pids:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -214,6 +239,15 @@ class ForkPool:
                 pass
             os.waitpid(pid, 0)
         self.pids, self.fds = [], []
+
+
+def _widen(fd: int) -> None:
+    """A worker's answers wait in its pipe while this process makes a run of its own: room for
+    ~1,000 of them (Linux; elsewhere the worker waits)."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (AttributeError, OSError):
+        pass
 
 
 _DECODE = msgspec.msgpack.Decoder().decode
