@@ -118,6 +118,7 @@ def run(small: bool) -> list[dict]:
     n = 60 if small else 1000
     with tempfile.TemporaryDirectory(prefix="gymwatch-bench-browse-") as tmp:
         root = make_tree(Path(tmp) / "runs", n)
+        os.sync()       # an experiments tree is there already: no write-back of its copy meanwhile
         cache_file = Path(tmp) / "cache" / "browse.msgpack"
         alone, runs = timed(lambda: list_runs([root], SummaryCache(enabled=False), jobs=1))
         alone_cpu = timed.cpu
