@@ -6,8 +6,8 @@ workers, in parallel). Workers are forked (ForkPool), the listing's own process 
 they start with everything imported and take run numbers from a shared pipe, so a worker with
 costly runs does fewer; answers come back as msgpack frames, put in walk order. A process with
 other threads must not fork (the browse screen's scanning thread): its WorkerPool starts one
-`python -m gymwatch.browse.workers N` process, which has no thread but its own, to be them and
-pass their answers on.
+`python -m gymwatch.browse.workers N` process, which has no thread but its own, to be those
+workers and pass their answers on.
 """
 
 from __future__ import annotations
@@ -113,13 +113,14 @@ FORK_MAX_RUNS = 16384          # run numbers a pipe holds before anyone reads (6
 
 
 class ForkPool:
-    """n workers, this process and n - 1 forked from it, for a listing made by a process with
-    no other thread (`can_fork`): they start with everything imported (a `python -m` worker took ~0.2 s to
-    import the core before its first summary) and have the runs they inherit. They take them
-    one at a time from a shared pipe of run numbers, so a worker with costly runs does fewer
-    (run i from worker i % n left one worker with 20% more work on a tree of repeated cases).
-    Answers are msgpack frames (run number, length, then the answer: ~3x cheaper than JSON to
-    read, on a parent that shares the cores with its workers), put back in walk order here."""
+    """n workers, this process and n - 1 forked from it, for a listing made by a process with no
+    other thread (`can_fork`): they start with everything imported (a `python -m` worker took
+    ~0.2 s to import the core before its first summary) and have the runs they inherit. They
+    take them one at a time from a shared pipe of run numbers, so a worker with costly runs does
+    fewer (run i from worker i % n left one worker with 20% more work on a tree of repeated
+    cases). The forked ones answer in msgpack frames (run number, length, then the answer: ~3x
+    cheaper than JSON to read, on a parent that shares the cores with them), put back in walk
+    order here."""
 
     TAKE = struct.Struct("<i")
     FRAME = struct.Struct("<iI")          # run number, answer bytes
@@ -152,10 +153,10 @@ class ForkPool:
         os.write(tw, b"".join(self.TAKE.pack(i) for i in range(len(items))))
         os.close(tw)                    # drained, the queue reads as closed: a worker stops
         for _ in range(self.n - 1):
-            self._fork(items, self.queue, found)
+            self._fork(items, found)
         yield from self._answers(items, found)
 
-    def _fork(self, items: list[Item], queue: int, found: Optional[list[Found]]) -> None:
+    def _fork(self, items: list[Item], found: Optional[list[Found]]) -> None:
         r, w = os.pipe()
         _widen(r)
 
