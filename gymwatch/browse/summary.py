@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -253,7 +254,7 @@ class SummarySession(RunSession):
         """Rows and the collector's output first; everything else only if they do not decide the
         verdict. True: every log was read (the server column's failed count is known)."""
         agg = self.layout.aggregate
-        if agg is not None and self._is_file(agg):      # else the rows cannot decide: read all at once
+        if agg is not None and self._is(agg, stat.S_ISREG):      # else the rows cannot decide: read all at once
             self.phase = FIRST
             self.poll(final=True)
             st = self.state

@@ -167,8 +167,7 @@ class ForkPool:
             encode = msgspec.msgpack.Encoder().encode
             with open(w, "wb") as out:
                 while (i := self._take()) is not None:
-                    path, sig = items[i]
-                    data = encode(made(path, sig, self.sweep, found[i] if found else None))
+                    data = encode(self._made(items, found, i))
                     out.write(self.FRAME.pack(i, len(data)) + data)
         try:
             pid = fork_child(work)
@@ -184,6 +183,11 @@ class ForkPool:
         """The next run from the queue (None: none left)."""
         took = os.read(self.queue, self.TAKE.size)      # type: ignore[arg-type]
         return self.TAKE.unpack(took)[0] if len(took) == self.TAKE.size else None
+
+    def _made(self, items: list[Item], found: Optional[list[Found]], i: int) -> Answer:
+        """Run i's answer, made in this process (a worker, or the pool's own)."""
+        path, sig = items[i]
+        return made(path, sig, self.sweep, found[i] if found else None)
 
     def _answers(self, items: list[Item], found: Optional[list[Found]]) -> Iterator[bytes | Answer]:
         """The answers in order: the workers' as they come, and between them, whenever none is
@@ -212,8 +216,7 @@ class ForkPool:
                         if k is None:
                             mine = False
                         else:
-                            path, sig = items[k]
-                            done[k] = made(path, sig, self.sweep, found[k] if found else None)
+                            done[k] = self._made(items, found, k)
                 yield done.pop(i)
         finally:
             sel.close()

@@ -163,7 +163,7 @@ class RunSession:
     def server_logs(self) -> dict[str, Path]:
         """The run's per-server logs now (a live run's logs/ dir may appear or grow)."""
         lay = self.layout
-        if lay.logs_dir is None and lay.kind != "launched" and self._is_dir(lay.root / "logs"):
+        if lay.logs_dir is None and lay.kind != "launched" and self._is(lay.root / "logs", stat.S_ISDIR):
             lay.logs_dir = lay.root / "logs"
         return lay.server_logs(self.listed)
 
@@ -322,15 +322,10 @@ class RunSession:
     def _stat(self, path: Path) -> os.stat_result:
         return os.stat(path) if self.listed is None else self.listed.stat(path)
 
-    def _is_dir(self, path: Path) -> bool:
+    def _is(self, path: Path, kind: Callable[[int], bool]) -> bool:
+        """Is `path` of this kind (stat.S_ISDIR, S_ISREG)? False when it cannot be stat'ed."""
         try:
-            return stat.S_ISDIR(self._stat(path).st_mode)
-        except OSError:
-            return False
-
-    def _is_file(self, path: Path) -> bool:
-        try:
-            return stat.S_ISREG(self._stat(path).st_mode)
+            return kind(self._stat(path).st_mode)
         except OSError:
             return False
 
