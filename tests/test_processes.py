@@ -13,6 +13,7 @@ import pytest
 from runbuilder import Run, rollout
 
 from conftest import CASES
+from gymwatch.core import procs
 from gymwatch.core.session import RunSession
 from gymwatch.core.verdict import verdict
 
@@ -57,6 +58,38 @@ def test_a_live_collector_is_found_by_its_command_line(tmp_path, fake_gym):
     s.poll()
     assert s.state.collector.alive is True and s.state.parent.alive is None     # no env start seen
     assert verdict(s.state).name == "collecting"
+
+
+@pytest.mark.parametrize("where", ["proc", "psutil"])
+def test_gym_processes_are_found_by_reading_proc_or_through_psutil(tmp_path, fake_gym, monkeypatch, where):
+    gym, started = fake_gym
+    if where == "psutil":                 # a machine with no /proc (macOS)
+        monkeypatch.setattr(procs, "PROC", str(tmp_path / "no-proc"))
+    started.append(subprocess.Popen([str(gym), "env", "start", "+x=a b"]))
+    started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "gym"]))  # not gym
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(p.pid == started[0].pid for p, _, _ in procs.gym_processes()):
+        time.sleep(0.1)
+    found = {p.pid: (cmd, role) for p, cmd, role in procs.gym_processes()}
+    assert found[started[0].pid] == ([sys.executable, str(gym), "env", "start", "+x=a b"], "env")
+    assert started[1].pid not in found and os.getpid() not in found
+
+
+def test_command_lines_read_from_proc_are_psutils():
+    ours = dict(procs._command_lines())
+    theirs = {p.info["pid"]: p.info["cmdline"] for p in psutil.process_iter(["pid", "cmdline"])}
+    both = set(ours) & set(theirs)          # (processes come and go meanwhile)
+    assert len(both) > 1 and all(ours[pid] == theirs[pid] for pid in both if theirs[pid])
+
+
+@pytest.mark.parametrize("raw, args", [
+    ("gym\0env\0start\0", ["gym", "env", "start"]),
+    ("gym\0+x=a b\0\0", ["gym", "+x=a b", ""]),                    # an empty last argument
+    ("ray::IDLE gym env start", ["ray::IDLE", "gym", "env", "start"]),   # retitled: spaces, no NUL
+    ("ray::IDLE gym env\0", ["ray::IDLE", "gym", "env"]),               # retitled, NUL at the end
+])
+def test_a_command_line_is_split_as_psutil_splits_it(raw, args):
+    assert procs._split_cmdline(raw) == args
 
 
 def run_screen(args: list[str], keys: bytes | list[bytes] = b"q", settle: float = 3.0) -> tuple[int | None, list[int], str]:

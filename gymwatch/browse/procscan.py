@@ -64,7 +64,7 @@ class ProcessSweep:
 def _sweep() -> list[_GymProc]:
     out = []
     for proc, cmd, role in procs.gym_processes():
-        g = _GymProc(proc.info["pid"], role, " ".join(cmd))
+        g = _GymProc(proc.pid, role, " ".join(cmd))
         try:
             cwd = proc.cwd()
             g.paths = [os.path.normpath(os.path.join(cwd, a.split("=", 1)[-1])) for a in cmd[1:]]
