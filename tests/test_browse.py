@@ -297,6 +297,72 @@ def test_cache_keeps_summaries_exactly_and_survives_a_bad_file(tmp_path):
         assert not SummaryCache(path).knows("/r")        # a cache it cannot read is an empty one
 
 
+def age_dirs(root: Path, when: float = T0) -> None:
+    """Every dir's mtime set to `when` (long ago: a warm listing trusts their names)."""
+    for p in [root, *root.rglob("*")]:
+        if p.is_dir() and not p.is_symlink():
+            os.utime(p, (when, when))
+
+
+def count_listings(monkeypatch) -> list[str]:
+    """The dirs the walk and the signatures list from now on."""
+    from gymwatch.browse import scan
+
+    listed: list[str] = []
+    for name in ("_listing", "_entries"):
+        real = getattr(scan, name)
+        monkeypatch.setattr(scan, name, lambda d, real=real: listed.append(os.fspath(d)) or real(d))
+    return listed
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_warm_listing_lists_no_run_whose_dirs_are_unchanged(tmp_path, monkeypatch, split):
+    """A cached run whose dirs' mtimes are what they were (and were old then) has the same names:
+    its files are stat'ed, not its dirs listed; a file appended to is still seen, and a name added
+    changes its dir's mtime: listed again. (`split`: with a forked child checking half the runs.)"""
+    from gymwatch.browse import fresh
+
+    if split:
+        monkeypatch.setattr(fresh, "SPLIT_MIN", 2)
+    root = make_tree(tmp_path / "runs")
+    age_dirs(root)
+    first = list_runs([root], SummaryCache(), jobs=1)
+    listed = count_listings(monkeypatch)
+    cache = SummaryCache()
+    assert list_runs([root], cache, jobs=1) == first and cache.hits == len(CASE_NAMES)
+    runs = {str(p) for p in root.glob("exp*/*") if p.name in CASE_NAMES}
+    assert len(runs) == len(CASE_NAMES) and not [d for d in listed if d.startswith(tuple(runs))]
+    mixed = root / "exp0" / "mixed_ok"
+    with (mixed / "rollouts.jsonl").open("a") as fh:         # the dir's mtime stays as it was
+        fh.write("not json\n")
+    bundle = root / "exp1" / "evaluator_bundle" / "gym_run"
+    (bundle / "gym_env.log").rename(bundle / "gym_env.log.old")       # a name changed in gym_run/
+    (root / "exp0" / "aborted_500" / "logs" / "extra.log").write_text("[INFO] hello\n")
+    listed.clear()
+    cache = SummaryCache()
+    assert list_runs([root], cache, jobs=1) == list_runs([root], SummaryCache(enabled=False), jobs=1)
+    assert (cache.hits, cache.misses) == (len(CASE_NAMES) - 3, 3)
+    assert {str(mixed), str(bundle), str(root / "exp0" / "aborted_500" / "logs")} <= set(listed)
+    listed.clear()          # made again, its entry keeps how its dirs were: not listed next time
+    assert list_runs([root], SummaryCache(), jobs=1) and not [d for d in listed if d.startswith(str(mixed))]
+
+
+def test_a_dir_changed_in_the_same_clock_tick_as_its_listing_is_listed_again(tmp_path, monkeypatch):
+    """A name added right after a listing may leave its dir's mtime as it was (a coarse clock): a
+    dir whose mtime was within seconds of its listing is not trusted."""
+    root = make_tree(tmp_path / "runs")
+    age_dirs(root, time.time() - 1)
+    logs = root / "exp0" / "mixed_ok" / "logs"
+    list_runs([root], SummaryCache(), jobs=1)
+    was = logs.stat().st_mtime_ns
+    (logs / "extra.log").write_text("[INFO] hello\n")
+    os.utime(logs, ns=(was, was))                       # as a coarse clock would have left it
+    listed = count_listings(monkeypatch)
+    cache = SummaryCache()
+    assert list_runs([root], cache, jobs=1) == list_runs([root], SummaryCache(enabled=False), jobs=1)
+    assert str(logs) in listed and cache.misses == 1
+
+
 @pytest.mark.parametrize("child", ["answers", "dies"])
 def test_a_warm_listing_split_with_a_forked_child_sees_what_changed(tmp_path, monkeypatch, child):
     """Many cached runs: every other one is checked by a forked child (fresh.py); a run changed in
@@ -371,8 +437,8 @@ def test_workers_process_starts_during_the_walk_only_when_runs_are_new(tmp_path,
     assert not pools
     real_walk, seen = runs_mod.walk, []
 
-    def walk(roots):
-        for found in real_walk(roots):
+    def walk(roots, known=None):
+        for found in real_walk(roots, known):
             seen.append(len(pools))           # pools made before this run was found
             yield found
     monkeypatch.setattr(runs_mod, "walk", walk)

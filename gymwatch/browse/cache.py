@@ -2,7 +2,9 @@
 
 One msgpack file, `$XDG_CACHE_HOME/gymwatch/browse.msgpack` (default ~/.cache/gymwatch): per
 run path, the signature of its files (name, size, mtime; kept as its msgpack bytes, compared
-whole) and the summary made from them. A run whose signature changed is summarised again.
+whole), the summary made from them, and how the walk saw its dirs then (scan.Found.shape: a
+run whose dirs have not changed since is not listed again, only its files stat'ed). A run whose
+signature changed is summarised again.
 msgpack, not JSON: it keeps every float as it was (NaN included) and, with the signatures as
 one bytes object a run, 1,000 runs load in about half the time (a warm listing's biggest part
 after its stat calls) and save ~8x faster.
@@ -19,11 +21,13 @@ import msgspec
 
 from .. import __version__
 from ..core.session import bulk_load
+from .scan import Known
 
-VERSION = f"4:{__version__}"     # summaries depend on the reducer: a new gymwatch rereads
+VERSION = f"5:{__version__}"     # summaries depend on the reducer: a new gymwatch rereads
 MAX_ENTRIES = 50_000
 OLD_FILE = "browse.json"         # gymwatch before the msgpack cache: never read, removed on a save
 _key = msgspec.msgpack.Encoder().encode        # a signature as the bytes it is compared by
+_names = msgspec.msgpack.Decoder(list[tuple[str, object, object]]).decode    # a key's file names
 
 
 def cache_dir() -> Path:
@@ -37,7 +41,7 @@ class SummaryCache:
         self.enabled = enabled
         self.hits = self.misses = 0
         self._dirty = False
-        self._runs: dict[str, list] = self._load() if enabled else {}     # run -> [key, summary]
+        self._runs: dict[str, list] = self._load() if enabled else {}     # run -> [key, summary, shape]
 
     def _load(self) -> dict[str, list]:
         try:
@@ -56,7 +60,7 @@ class SummaryCache:
     def matches(self, run: str, sig: Optional[list]) -> bool:
         """The run's cached summary was made from files with this signature."""
         entry = self._runs.get(run)
-        return (sig is not None and isinstance(entry, list) and len(entry) == 2
+        return (sig is not None and isinstance(entry, list) and len(entry) == 3
                 and entry[0] == _key(sig) and isinstance(entry[1], dict))
 
     def get(self, run: str, sig: Optional[list]) -> Optional[dict[str, Any]]:
@@ -74,9 +78,24 @@ class SummaryCache:
         """A summary of this run is cached (whether still true or not)."""
         return run in self._runs
 
-    def put(self, run: str, sig: list, summary: dict[str, Any]) -> None:
+    def known(self, run: str) -> Optional[Known]:
+        """How the run's files and dirs were when its cached summary was made (None: not cached,
+        or not known: its dirs are listed again)."""
+        entry = self._runs.get(run)
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], list)):
+            return None
+        try:
+            (when, dirs), names = entry[2], [n for n, _, _ in _names(entry[0])]
+        except (ValueError, TypeError, msgspec.DecodeError):
+            return None
+        if not (isinstance(when, int) and isinstance(dirs, dict) and isinstance(dirs.get(""), int)):
+            return None
+        return Known(names, dirs, when)
+
+    def put(self, run: str, sig: list, summary: dict[str, Any], shape: Optional[list] = None) -> None:
+        """`shape`: how the walk saw the run's dirs before they were listed (scan.Found.shape)."""
         if self.enabled:
-            self._runs[run] = [_key(sig), summary]
+            self._runs[run] = [_key(sig), summary, shape]
             self._dirty = True
 
     def save(self) -> None:

@@ -10,7 +10,7 @@ from ..core.session import bulk_load
 from . import fresh, workers
 from .cache import SummaryCache
 from .procscan import ProcessSweep
-from .scan import Found, walk
+from .scan import Found, found_at, signature, walk
 from .summary import still_true
 from .workers import FORK_MAX_RUNS, Answer, BrokenPool, ForkPool, WorkerPool, can_fork
 
@@ -35,13 +35,17 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
     pool: Optional[WorkerPool | ForkPool] = None
     try:
         with bulk_load():             # (a warm listing is mostly this: ~20 objects a run, kept)
-            found = [early.saw(f) for f in walk(roots)]
+            found = [early.saw(f) for f in walk(roots, cache.known)]
             paths = [f.dir for f in found]
             # a listing of many runs never seen has their signatures made by its workers, in parallel
             # (the stat calls of 1,000 runs are ~0.08 s before any worker could start)
             sigs, summaries = fresh.check(found, paths, cache, sign_new_below=POOL_MIN_RUNS)
             summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
         cold = [i for i, s in enumerate(summaries) if s is None]
+        for i in cold:      # a run the walk did not list (its dirs unchanged) is made from listings
+            if found[i].known is not None:
+                found[i] = found_at(found[i].dir, found[i].real)
+                sigs[i] = signature(found[i])
         n = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
         pool = _pool(n, sweep, len(cold), early.take())
         made = pool.map([(paths[i], sigs[i]) for i in cold], [found[i] for i in cold]) if pool else None
@@ -54,7 +58,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
                 (sig, summary), made = _next(made, f, sigs[i], sweep)
                 if summary is None:
                     continue
-                cache.put(paths[i], sig, summary)
+                cache.put(paths[i], sig, summary, found[i].shape)
             out.append(summary)
             if on_run is not None:
                 on_run(summary)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..core.layout import (
     BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, Listings, NotARun,
@@ -36,6 +37,11 @@ class Found:
     # the SIG_SUBDIRS' entries as signature() listed them, by their path: the summary made from
     # that signature reads its logs and its files' sizes and times from them
     subs: dict[str, list[os.DirEntry]] = field(default_factory=dict)
+    # how the walk saw its dirs, before it listed them: [when (ns), {"": the run dir's mtime (ns),
+    # "logs": ..., "gym_run": ...}] (a cache entry keeps it: Known)
+    shape: Optional[list] = None
+    # not listed: the cache's look at it, its dirs unchanged since (files, dirs, entries are empty)
+    known: Optional["Known"] = None
 
     @property
     def path(self) -> Path:
@@ -56,13 +62,33 @@ def looks_like_run(files: dict[str, os.DirEntry], dirs: set[str]) -> bool:
     return "logs" in dirs and bool(dirs & {"hydra", ".hydra"})
 
 
-def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
-    """Run candidates under `roots`, depth first, each directory visited once."""
+# A directory's mtime changes whenever a name in it is added, removed or renamed: a run dir (and
+# its logs/ and gym_run/) whose mtime is what it was when its cached summary was made has the
+# same names, and need not be listed again, only its files stat'ed (their sizes and mtimes are
+# still the key: an append or a rewrite in place leaves the dir's mtime alone). Trusted only
+# when that mtime was older than the listing by this much: a name added later within the same
+# tick of a coarse filesystem clock (or of a server's a little behind ours) would leave it as it was.
+RACY_NS = 3_000_000_000
+
+
+@dataclass(slots=True)
+class Known:
+    """A cached run's files and dirs, as its summary's signature had them."""
+    names: list[str]                    # its files, as the signature names them ("logs/x.log")
+    dirs: dict[str, int]                # its dirs' mtimes (ns) then: "" (the run dir), "logs", ...
+    when: int                           # when the walk saw them (ns)
+
+
+def walk(roots: Iterable[str | os.PathLike],
+         known: Optional[Callable[[str], Optional[Known]]] = None) -> Iterator[Found]:
+    """Run candidates under `roots`, depth first, each directory visited once. `known(dir)`: a
+    cached run's Known; such a run whose dir has not changed since is not listed (Found.known)."""
     seen: set[tuple[int, int]] = set()
     # (dir, resolved?): a dir under a resolved root is resolved while no symlink is crossed
     stack = [_root(r) for r in reversed(list(roots))]
     while stack:
         d, real = stack.pop()
+        when = time.time_ns()
         try:
             st = os.stat(d)
         except OSError:
@@ -70,13 +96,37 @@ def walk(roots: Iterable[str | os.PathLike]) -> Iterator[Found]:
         if (st.st_dev, st.st_ino) in seen:
             continue
         seen.add((st.st_dev, st.st_ino))
+        was = known(d) if known is not None else None
+        if was is not None and _unchanged(was, "", st.st_mtime_ns):
+            yield Found(d, {}, {}, {}, real, known=was)
+            continue
         entries, files, dirs = _listing(d)
         if looks_like_run(files, set(dirs)):
-            yield Found(d, files, dirs, entries, real)
+            yield Found(d, files, dirs, entries, real, shape=_shape(when, st.st_mtime_ns, dirs, entries))
             continue
         if "pyvenv.cfg" in files:
             continue
         stack.extend((dirs[n], real and not _is_link(entries[n])) for n in sorted(dirs, reverse=True) if _descend(n))
+
+
+def _unchanged(was: Known, sub: str, mtime_ns: int) -> bool:
+    """A dir of a cached run (its `sub`: "" the run dir) has the names it had: its mtime is the
+    same, and was older than that listing by RACY_NS."""
+    then = was.dirs.get(sub)
+    return then == mtime_ns and then < was.when - RACY_NS
+
+
+def _shape(when: int, mtime_ns: int, dirs: dict[str, str], entries: dict[str, os.DirEntry]) -> Optional[list]:
+    """Found.shape: the run dir's mtime and its SIG_SUBDIRS', stat'ed before they are listed
+    (None: one could not be stat'ed)."""
+    mtimes = {"": mtime_ns}
+    for sub in SIG_SUBDIRS:
+        if sub in dirs:
+            try:
+                mtimes[sub] = entries[sub].stat().st_mtime_ns
+            except OSError:
+                return None
+    return [when, mtimes]
 
 
 def _root(r: str | os.PathLike) -> tuple[str, bool]:
@@ -131,10 +181,17 @@ def find_runs(roots: Iterable[str | os.PathLike]) -> Iterator[tuple[Found, RunLa
             continue
 
 
-def found_at(path: str | os.PathLike) -> Found:
-    """A run dir as the walk would have found it (for a worker given only its path)."""
-    entries, files, dirs = _listing(os.fspath(path))
-    return Found(os.fspath(path), files, dirs, entries)
+def found_at(path: str | os.PathLike, real: bool = False) -> Found:
+    """A run dir as the walk would have found it (for a worker given only its path; for a run the
+    walk did not list, to be summarised)."""
+    d, when = os.fspath(path), time.time_ns()
+    try:
+        mtime_ns = os.stat(d).st_mtime_ns
+    except OSError:
+        mtime_ns = None
+    entries, files, dirs = _listing(d)
+    shape = _shape(when, mtime_ns, dirs, entries) if mtime_ns is not None else None
+    return Found(d, files, dirs, entries, real, shape=shape)
 
 
 def discover_found(found: Found, listed: Optional[Listings] = None) -> RunLayout:
@@ -147,8 +204,8 @@ def discover_found(found: Found, listed: Optional[Listings] = None) -> RunLayout
 
 def listings(found: Found) -> Optional[Listings]:
     """The listings the walk and the signature took of a run (None: the walk's path is not the
-    resolved one discovery goes by)."""
-    if not found.real:
+    resolved one discovery goes by, or the walk did not list it)."""
+    if not found.real or found.known is not None:
         return None
     seed = {found.dir: found.entries}
     for path, entries in found.subs.items():
@@ -160,13 +217,45 @@ def signature(found: Found) -> list:
     """(name, size, mtime) of the run dir's files and of its logs/ and gym_run/ dirs: what a
     summary reads. Cheap: the walk's DirEntry objects cache most of the stat calls, and only
     the subdirectories the walk saw are listed (a warm listing of 1,000 runs is mostly this);
-    their listings are kept in `found.subs`, the stat calls in their entries."""
+    their listings are kept in `found.subs`, the stat calls in their entries. A run the walk did
+    not list (Found.known) has its files stat'ed by the names the cache has."""
+    if found.known is not None:
+        return _known_signature(found.dir, found.known)
     sig = [_entry_sig("", e) for e in found.files.values()]
     for sub in SIG_SUBDIRS:
         path = found.dirs.get(sub)
         if path is not None:
             entries = found.subs[path] = _entries(path)
             _files_sig(sub + "/", entries, sig)
+    sig.sort()
+    return sig
+
+
+def _known_signature(d: str, was: Known) -> list:
+    """signature() of a run dir whose names are as they were (the walk saw its mtime unchanged):
+    its files stat'ed by name; a subdirectory whose mtime changed is listed."""
+    listed: dict[str, list] = {}
+    for sub in SIG_SUBDIRS:
+        if sub in was.dirs:
+            try:
+                mtime_ns = os.stat(os.path.join(d, sub)).st_mtime_ns
+            except OSError:
+                mtime_ns = None
+            if mtime_ns is None or not _unchanged(was, sub, mtime_ns):
+                listed[sub + "/"] = []
+                _files_sig(sub + "/", _entries(os.path.join(d, sub)), listed[sub + "/"])
+    sig = []
+    for name in was.names:
+        cut = name.find("/") + 1
+        if cut and name[:cut] in listed:
+            continue
+        try:
+            st = os.stat(os.path.join(d, name))
+            sig.append([name, st.st_size, st.st_mtime_ns])
+        except OSError:
+            sig.append([name, None, None])
+    for part in listed.values():
+        sig += part
     sig.sort()
     return sig
 
