@@ -27,7 +27,6 @@ VERSION = f"5:{__version__}"     # summaries depend on the reducer: a new gymwat
 MAX_ENTRIES = 50_000
 OLD_FILE = "browse.json"         # gymwatch before the msgpack cache: never read, removed on a save
 _key = msgspec.msgpack.Encoder().encode        # a signature as the bytes it is compared by
-_names = msgspec.msgpack.Decoder(list[tuple[str, object, object]]).decode    # a key's file names
 
 
 def cache_dir() -> Path:
@@ -85,12 +84,12 @@ class SummaryCache:
         if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], list)):
             return None
         try:
-            (when, dirs), names = entry[2], [n for n, _, _ in _names(entry[0])]
-        except (ValueError, TypeError, msgspec.DecodeError):
+            when, dirs = entry[2]
+        except (ValueError, TypeError):
             return None
         if not (isinstance(when, int) and isinstance(dirs, dict) and isinstance(dirs.get(""), int)):
             return None
-        return Known(names, dirs, when)
+        return Known(entry[0], dirs, when)
 
     def put(self, run: str, sig: list, summary: dict[str, Any], shape: Optional[list] = None) -> None:
         """`shape`: how the walk saw the run's dirs before they were listed (scan.Found.shape)."""
