@@ -249,12 +249,12 @@ class RunSession:
     def _keys_child(self, path: Optional[Path], final: bool) -> Optional[inputkeys.KeysChild]:
         """A child process reading a big materialized-inputs file's keys while this one reads the
         rollouts: only for a one-shot read of the whole file (a report), with a second core."""
-        if not final or self._deadline is not None or path is None or procs.usable_cpus() < 2:
+        if not final or self._deadline is not None or path is None:
             return None
         t = self.tailers.get(path)
         if t is not None and t.offset:
             return None
-        if self._size(path) < KEYS_CHILD_MIN:
+        if self._size(path) < KEYS_CHILD_MIN or procs.usable_cpus() < 2:     # (a system call: last)
             return None
         try:
             return inputkeys.KeysChild(str(path), 0, final)
@@ -266,13 +266,13 @@ class RunSession:
         the front: only for a one-shot read of a whole finished run by a process allowed to fork
         (`read_run(helpers=True)`: the report), with a second core."""
         if (not self.helpers or not final or self._deadline is not None or path is None
-                or procs.usable_cpus() < 2 or not hasattr(os, "fork")):
+                or not hasattr(os, "fork")):
             return None
         t = self.tailers.get(path)
         if t is not None and t.offset:
             return None
         size = self._size(path)
-        if size < ROWS_CHILD_MIN:
+        if size < ROWS_CHILD_MIN or procs.usable_cpus() < 2:
             return None
         start = rowsfork.split_point(str(path), size, ROWS_CHILD_SHARE)
         if start is None:
