@@ -304,6 +304,17 @@ def age_dirs(root: Path, when: float = T0) -> None:
             os.utime(p, (when, when))
 
 
+def mounted_as(monkeypatch, tmp_path: Path, fstype: str) -> None:
+    """The mount table says tmp_path's filesystem is `fstype` (the host's may be anything)."""
+    from gymwatch.browse import scan
+
+    dev = tmp_path.stat().st_dev
+    table = tmp_path / "mountinfo"
+    table.write_text(f"27 1 {os.major(dev)}:{os.minor(dev)} / / rw,relatime - {fstype} /dev/x rw\n"
+                     f"28 27 0:99 / /proc rw - proc proc rw\n")
+    monkeypatch.setattr(scan, "MOUNTINFO", str(table))
+
+
 def count_listings(monkeypatch) -> list[str]:
     """The dirs the walk and the signatures list from now on."""
     from gymwatch.browse import scan
@@ -324,6 +335,7 @@ def test_a_warm_listing_lists_no_run_whose_dirs_are_unchanged(tmp_path, monkeypa
 
     if split:
         monkeypatch.setattr(fresh, "SPLIT_MIN", 2)
+    mounted_as(monkeypatch, tmp_path, "ext4")
     root = make_tree(tmp_path / "runs")
     age_dirs(root)
     first = list_runs([root], SummaryCache(), jobs=1)
@@ -350,6 +362,7 @@ def test_a_warm_listing_lists_no_run_whose_dirs_are_unchanged(tmp_path, monkeypa
 def test_a_dir_changed_in_the_same_clock_tick_as_its_listing_is_listed_again(tmp_path, monkeypatch):
     """A name added right after a listing may leave its dir's mtime as it was (a coarse clock): a
     dir whose mtime was within seconds of its listing is not trusted."""
+    mounted_as(monkeypatch, tmp_path, "ext4")
     root = make_tree(tmp_path / "runs")
     age_dirs(root, time.time() - 1)
     logs = root / "exp0" / "mixed_ok" / "logs"
@@ -361,6 +374,24 @@ def test_a_dir_changed_in_the_same_clock_tick_as_its_listing_is_listed_again(tmp
     cache = SummaryCache()
     assert list_runs([root], cache, jobs=1) == list_runs([root], SummaryCache(enabled=False), jobs=1)
     assert str(logs) in listed and cache.misses == 1
+
+
+@pytest.mark.parametrize("fstype", ["fuse.gcsfuse", "cifs"])
+def test_runs_on_a_filesystem_not_known_to_keep_dir_mtimes_are_always_listed(tmp_path, monkeypatch, fstype):
+    """An object store's FUSE mount makes its directories' times up: a name added there may leave
+    them as they were, so its runs are listed every time."""
+    mounted_as(monkeypatch, tmp_path, fstype)
+    root = make_tree(tmp_path / "runs")
+    age_dirs(root)
+    logs = root / "exp0" / "mixed_ok" / "logs"
+    list_runs([root], SummaryCache(), jobs=1)
+    (logs / "extra.log").write_text("[INFO] hello\n")
+    age_dirs(root)                                       # the same made-up times as before
+    listed = count_listings(monkeypatch)
+    cache = SummaryCache()
+    assert list_runs([root], cache, jobs=1) == list_runs([root], SummaryCache(enabled=False), jobs=1)
+    assert str(logs) in listed and cache.misses == 1
+    assert {str(p) for p in root.glob("exp*/*") if p.name in CASE_NAMES} <= set(listed)
 
 
 @pytest.mark.parametrize("child", ["answers", "dies"])

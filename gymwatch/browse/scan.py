@@ -71,6 +71,14 @@ def looks_like_run(files: dict[str, os.DirEntry], dirs: set[str]) -> bool:
 # when that mtime was older than the listing by this much: a name added later within the same
 # tick of a coarse filesystem clock (or of a server's a little behind ours) would leave it as it was.
 RACY_NS = 3_000_000_000
+# ...and only on filesystems known to keep directory mtimes that way (Linux's mount table says
+# which a directory is on). Not FUSE mounts of object stores (gcsfuse, s3fs: a directory's time
+# is made up), nor anything unknown (and no mount table, as on macOS): their runs are listed.
+DIR_MTIME_FILESYSTEMS = frozenset({
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "jfs", "bcachefs", "tmpfs", "ramfs",
+    "overlay", "nfs", "nfs4", "lustre", "gpfs",
+})
+MOUNTINFO = "/proc/self/mountinfo"
 
 
 @dataclass(slots=True)
@@ -92,10 +100,31 @@ class Known:
 _KEY_NAMES = msgspec.msgpack.Decoder(list[tuple[str, object, object]]).decode
 
 
+def dir_mtime_devices() -> frozenset[int]:
+    """The devices (st_dev) of this machine's mounts whose directory mtimes can be trusted."""
+    try:
+        with open(MOUNTINFO, "rb") as fh:
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return frozenset()
+    out = set()
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields, kind = left.split(), right.split()[:1]
+        if not (sep and len(fields) > 2 and kind and kind[0] in DIR_MTIME_FILESYSTEMS):
+            continue
+        major, _, minor = fields[2].partition(":")
+        if major.isdigit() and minor.isdigit():
+            out.add(os.makedev(int(major), int(minor)))
+    return frozenset(out)
+
+
 def walk(roots: Iterable[str | os.PathLike],
          known: Optional[Callable[[str], Optional[Known]]] = None) -> Iterator[Found]:
     """Run candidates under `roots`, depth first, each directory visited once. `known(dir)`: a
-    cached run's Known; such a run whose dir has not changed since is not listed (Found.known)."""
+    cached run's Known; such a run whose dir has not changed since (on a filesystem that keeps
+    directory mtimes) is not listed (Found.known)."""
+    trusted = dir_mtime_devices() if known is not None else frozenset()
     seen: set[tuple[int, int]] = set()
     # (dir, resolved?): a dir under a resolved root is resolved while no symlink is crossed
     stack = [_root(r) for r in reversed(list(roots))]
@@ -109,13 +138,13 @@ def walk(roots: Iterable[str | os.PathLike],
         if (st.st_dev, st.st_ino) in seen:
             continue
         seen.add((st.st_dev, st.st_ino))
-        was = known(d) if known is not None else None
+        was = known(d) if known is not None and st.st_dev in trusted else None
         if was is not None and _unchanged(was, "", st.st_mtime_ns):
             yield Found(d, {}, {}, {}, real, known=was)
             continue
         entries, files, dirs = _listing(d)
         if looks_like_run(files, set(dirs)):
-            yield Found(d, files, dirs, entries, real, shape=_shape(when, st.st_mtime_ns, dirs, entries))
+            yield Found(d, files, dirs, entries, real, shape=_shape(when, st, dirs, entries))
             continue
         if "pyvenv.cfg" in files:
             continue
@@ -129,16 +158,19 @@ def _unchanged(was: Known, sub: str, mtime_ns: int) -> bool:
     return then == mtime_ns and then < was.when - RACY_NS
 
 
-def _shape(when: int, mtime_ns: int, dirs: dict[str, str], entries: dict[str, os.DirEntry]) -> Optional[list]:
+def _shape(when: int, st: os.stat_result, dirs: dict[str, str], entries: dict[str, os.DirEntry]) -> Optional[list]:
     """Found.shape: the run dir's mtime and its SIG_SUBDIRS', stat'ed before they are listed
-    (None: one could not be stat'ed)."""
-    mtimes = {"": mtime_ns}
+    (None: one could not be stat'ed, or is another mount: the walk checked only the run dir's)."""
+    mtimes = {"": st.st_mtime_ns}
     for sub in SIG_SUBDIRS:
         if sub in dirs:
             try:
-                mtimes[sub] = entries[sub].stat().st_mtime_ns
+                sub_st = entries[sub].stat()
             except OSError:
                 return None
+            if sub_st.st_dev != st.st_dev:
+                return None
+            mtimes[sub] = sub_st.st_mtime_ns
     return [when, mtimes]
 
 
@@ -199,11 +231,11 @@ def found_at(path: str | os.PathLike, real: bool = False) -> Found:
     walk did not list, to be summarised)."""
     d, when = os.fspath(path), time.time_ns()
     try:
-        mtime_ns = os.stat(d).st_mtime_ns
+        st: Optional[os.stat_result] = os.stat(d)
     except OSError:
-        mtime_ns = None
+        st = None
     entries, files, dirs = _listing(d)
-    shape = _shape(when, mtime_ns, dirs, entries) if mtime_ns is not None else None
+    shape = _shape(when, st, dirs, entries) if st is not None else None
     return Found(d, files, dirs, entries, real, shape=shape)
 
 
