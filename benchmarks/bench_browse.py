@@ -122,8 +122,8 @@ def timed(fn) -> tuple[float, object]:
 def run(small: bool) -> list[dict]:
     """The rows, measured in a process of their own, as `gymwatch browse` runs in one. (Measured
     in the table's own process after its other sections, the cold listing read 1.53-1.87x the walk
-    against 1.45-1.51x alone: that process had made and freed a big heap, and the forked workers'
-    first writes to the pages they share with it copy them.)"""
+    against 1.45-1.51x alone: that process had made and freed a big heap, where new objects land
+    scattered; ~12% slower, with as many page faults.)"""
     import json
     import subprocess
     import sys
