@@ -376,6 +376,24 @@ def test_a_dir_changed_in_the_same_clock_tick_as_its_listing_is_listed_again(tmp
     assert str(logs) in listed and cache.misses == 1
 
 
+def test_a_cached_run_whose_dirs_were_listed_again_is_trusted_next_time(tmp_path, monkeypatch):
+    """A run cached while its dirs had just changed (too close to trust), or whose dirs' times
+    changed with its names the same, is listed and still a hit; the cache then keeps how its dirs
+    are now, and the next listing does not list them."""
+    mounted_as(monkeypatch, tmp_path, "ext4")
+    root = make_tree(tmp_path / "runs")
+    first = list_runs([root], SummaryCache(), jobs=1)          # its dirs just made: not trusted
+    runs = tuple(str(p) for p in root.glob("exp*/*") if p.name in CASE_NAMES)
+    age_dirs(root)
+    listed = count_listings(monkeypatch)
+    cache = SummaryCache()
+    assert list_runs([root], cache, jobs=1) == first and cache.hits == len(CASE_NAMES)
+    assert set(runs) <= set(listed)
+    listed.clear()
+    assert list_runs([root], SummaryCache(), jobs=1) == first
+    assert not [d for d in listed if d.startswith(runs)]
+
+
 @pytest.mark.parametrize("fstype", ["fuse.gcsfuse", "cifs"])
 def test_runs_on_a_filesystem_not_known_to_keep_dir_mtimes_are_always_listed(tmp_path, monkeypatch, fstype):
     """An object store's FUSE mount makes its directories' times up: a name added there may leave

@@ -91,6 +91,16 @@ class SummaryCache:
             return None
         return Known(entry[0], dirs, when)
 
+    def reshape(self, run: str, shape: Optional[list]) -> None:
+        """A cached summary still true to its run's files, whose dirs a listing had to list (their
+        times changed, or were too close to the listing that cached it): keep how they were this
+        time, for the next listing to trust."""
+        entry = self._runs.get(run)
+        if self.enabled and shape is not None and isinstance(entry, list) and len(entry) == 3 \
+                and entry[2] != shape:
+            entry[2] = shape
+            self._dirty = True
+
     def put(self, run: str, sig: list, summary: dict[str, Any], shape: Optional[list] = None) -> None:
         """`shape`: how the walk saw the run's dirs before they were listed (scan.Found.shape)."""
         if self.enabled:

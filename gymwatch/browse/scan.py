@@ -40,7 +40,8 @@ class Found:
     # that signature reads its logs and its files' sizes and times from them
     subs: dict[str, list[os.DirEntry]] = field(default_factory=dict)
     # how the walk saw its dirs, before it listed them: [when (ns), {"": the run dir's mtime (ns),
-    # "logs": ..., "gym_run": ...}] (a cache entry keeps it: Known)
+    # "logs": ..., "gym_run": ...}] (a cache entry keeps it: Known; None on a filesystem whose
+    # directory mtimes are not trusted)
     shape: Optional[list] = None
     # not listed: the cache's look at it, its dirs unchanged since (files, dirs, entries are empty)
     known: Optional["Known"] = None
@@ -144,7 +145,8 @@ def walk(roots: Iterable[str | os.PathLike],
             continue
         entries, files, dirs = _listing(d)
         if looks_like_run(files, set(dirs)):
-            yield Found(d, files, dirs, entries, real, shape=_shape(when, st, dirs, entries))
+            shape = _shape(when, st, dirs, entries) if known is None or st.st_dev in trusted else None
+            yield Found(d, files, dirs, entries, real, shape=shape)
             continue
         if "pyvenv.cfg" in files:
             continue
