@@ -47,7 +47,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
         cold = [i for i, s in enumerate(summaries) if s is None]
         for i in cold:      # a run the walk did not list (its dirs unchanged) is made from listings
             if found[i].known is not None:
-                found[i] = found_at(found[i].dir, found[i].real)
+                found[i] = found_at(found[i].dir, found[i].real, shaped=True)
                 sigs[i] = signature(found[i])
         n = min(jobs, len(cold)) if _worth_a_pool(cold, sigs) else 1
         pool = _pool(n, sweep, len(cold), early.take())

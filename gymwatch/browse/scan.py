@@ -40,8 +40,8 @@ class Found:
     # that signature reads its logs and its files' sizes and times from them
     subs: dict[str, list[os.DirEntry]] = field(default_factory=dict)
     # how the walk saw its dirs, before it listed them: [when (ns), {"": the run dir's mtime (ns),
-    # "logs": ..., "gym_run": ...}] (a cache entry keeps it: Known; None on a filesystem whose
-    # directory mtimes are not trusted)
+    # "logs": ..., "gym_run": ...}] (a cache entry keeps it: Known; None when the walk had no cache
+    # to check against, or on a filesystem whose directory mtimes are not trusted)
     shape: Optional[list] = None
     # not listed: the cache's look at it, its dirs unchanged since (files, dirs, entries are empty)
     known: Optional["Known"] = None
@@ -145,7 +145,7 @@ def walk(roots: Iterable[str | os.PathLike],
             continue
         entries, files, dirs = _listing(d)
         if looks_like_run(files, set(dirs)):
-            shape = _shape(when, st, dirs, entries) if known is None or st.st_dev in trusted else None
+            shape = _shape(when, st, dirs, entries) if st.st_dev in trusted else None
             yield Found(d, files, dirs, entries, real, shape=shape)
             continue
         if "pyvenv.cfg" in files:
@@ -228,14 +228,16 @@ def find_runs(roots: Iterable[str | os.PathLike]) -> Iterator[tuple[Found, RunLa
             continue
 
 
-def found_at(path: str | os.PathLike, real: bool = False) -> Found:
+def found_at(path: str | os.PathLike, real: bool = False, shaped: bool = False) -> Found:
     """A run dir as the walk would have found it (for a worker given only its path; for a run the
-    walk did not list, to be summarised)."""
+    walk did not list, to be summarised: `shaped`, with its Found.shape for the cache)."""
     d, when = os.fspath(path), time.time_ns()
-    try:
-        st: Optional[os.stat_result] = os.stat(d)
-    except OSError:
-        st = None
+    st: Optional[os.stat_result] = None
+    if shaped:
+        try:
+            st = os.stat(d)
+        except OSError:
+            pass
     entries, files, dirs = _listing(d)
     shape = _shape(when, st, dirs, entries) if st is not None else None
     return Found(d, files, dirs, entries, real, shape=shape)
