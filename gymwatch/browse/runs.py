@@ -65,11 +65,11 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
             out.append(summary)
             if on_run is not None:
                 on_run(summary)
+        cache.save()        # (before the pool's close: its worker, done, exits meanwhile)
     finally:
         early.close()
         if pool is not None:
             pool.close()
-    cache.save()
     return out
 
 
