@@ -56,11 +56,16 @@ class SummaryCache:
             return {}
         return data["runs"]
 
+    def _entry(self, run: str) -> Optional[list]:
+        """The run's entry, when it has the shape this version writes: [key, summary, shape]
+        (entries are checked as they are asked for: a warm listing loads them all)."""
+        entry = self._runs.get(run)
+        return entry if isinstance(entry, list) and len(entry) == 3 else None
+
     def matches(self, run: str, sig: Optional[list]) -> bool:
         """The run's cached summary was made from files with this signature."""
-        entry = self._runs.get(run)
-        return (sig is not None and isinstance(entry, list) and len(entry) == 3
-                and entry[0] == _key(sig) and isinstance(entry[1], dict))
+        entry = self._entry(run)
+        return sig is not None and entry is not None and entry[0] == _key(sig) and isinstance(entry[1], dict)
 
     def get(self, run: str, sig: Optional[list]) -> Optional[dict[str, Any]]:
         if self.matches(run, sig):
@@ -80,8 +85,8 @@ class SummaryCache:
     def known(self, run: str) -> Optional[Known]:
         """How the run's files and dirs were when its cached summary was made (None: not cached,
         or not known: its dirs are listed again)."""
-        entry = self._runs.get(run)
-        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], list)):
+        entry = self._entry(run)
+        if entry is None or not isinstance(entry[2], list):
             return None
         try:
             when, dirs = entry[2]
@@ -95,9 +100,8 @@ class SummaryCache:
         """A cached summary still true to its run's files, whose dirs a listing had to list (their
         times changed, or were too close to the listing that cached it): keep how they were this
         time, for the next listing to trust."""
-        entry = self._runs.get(run)
-        if self.enabled and shape is not None and isinstance(entry, list) and len(entry) == 3 \
-                and entry[2] != shape:
+        entry = self._entry(run)
+        if self.enabled and shape is not None and entry is not None and entry[2] != shape:
             entry[2] = shape
             self._dirty = True
 
