@@ -356,3 +356,35 @@ class RunState:
     reading: bool = False                         # files not yet read to their end (a budgeted poll)
     first_stamp: Optional[float] = None           # earliest / latest timestamp a read log line starts
     last_stamp: Optional[float] = None            # with (epoch; core/stamps.py says how they are read)
+
+
+# --- predicates over the state: what settle (core/reducer.py) and the verdict (core/verdict.py) both
+# conclude from it ---------------------------------------------------------------------------------
+def parent_ended(state: RunState) -> bool:
+    """gym env start has ended: it said so (finished, a death, the spin-up limit, a traceback), or
+    its process is gone (with no process facts: the run's files fell quiet)."""
+    p = state.parent
+    gone = p.alive is False or (p.alive is None and state.activity.quiet)
+    return bool(p.finished or p.died or p.timeout or p.traceback or (p.started and gone))
+
+
+def parent_gave_up(state: RunState) -> bool:
+    """gym env start ended (or gave up) before every server was ready."""
+    return state.parent.all_ready is None and parent_ended(state)
+
+
+def collector_ended(state: RunState) -> bool:
+    """The collector is done: what has no row now never will. Not while rows are still being
+    read (a screen catching up with a big run): every pending trial would look missing."""
+    c = state.collector
+    if state.reading:
+        return False
+    if c.finished or state.aggregate_written:
+        return True
+    if not c.started:
+        return False
+    if c.alive is False:
+        return True
+    # gym env start shut its servers down (`NeMo Gym finished!`): no row can come any more
+    servers_gone = state.parent.finished is not None
+    return c.alive is None and (c.error is not None or state.activity.quiet or servers_gone)

@@ -19,12 +19,11 @@ from .stamps import STAMP_START, line_stamp
 from .model import (
     EXITED, FAILED, INSTALLING, K_RESOURCES, K_UNKNOWN, PENDING, READY, STARTING, T_COMPLETED, T_FAILED, T_MISSING,
     T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed, Retrying,
-    RunInfo, RunState, Server, Trial, TrialKey,
+    RunInfo, RunState, Server, Trial, TrialKey, collector_ended, parent_gave_up,
 )
 from .markers import is_error_line
 from .servers import ServerTracker, fail, hold, lift, lock_phase, on_line, ready_by_gym_first, same_venv, set_state
 from .tail import decode
-from .verdict import collector_ended, parent_gave_up, timed_out_reason
 
 MAX_KEPT_MALFORMED = 200
 CANON_MAX = 4096            # distinct values rollout_items keeps one object of
@@ -64,6 +63,30 @@ class Reducer:
     def take_changes(self) -> Changes:
         out, self.changes = self.changes, Changes()
         return out
+
+    def lines_read(self, file: str, n: int) -> None:
+        """The session read `n` new lines of `file` (relative), whatever they did to the model."""
+        if n > 0:
+            self.changes.files[file] = self.changes.files.get(file, 0) + n
+
+    def carry_times(self, old: RunState) -> None:
+        """The run's files were read again from the start into this reducer's new state: keep when
+        each server was first seen, became ready and entered its state, and when Gym's waits began,
+        as `old` had them (a re-read stamps those with the time of the re-read)."""
+        new = self.state
+        for name, s in new.servers.items():
+            o = old.servers.get(name)
+            if o is None:
+                continue
+            if o.first_seen is not None and (s.first_seen is None or o.first_seen < s.first_seen):
+                s.first_seen = o.first_seen
+            if o.ready_at is not None and s.ready_at is not None and o.ready_at < s.ready_at:
+                s.ready_at = o.ready_at
+            if o.state == s.state and o.state_since is not None and (s.state_since is None
+                                                                    or o.state_since < s.state_since):
+                s.state_since = o.state_since
+        _carry_earliest(old.parent, new.parent, "spinup_at")
+        _carry_earliest(old.parent.endpoints, new.parent.endpoints, "waiting_at")
 
     # --- what the whole state means (after every poll; idempotent) ------------------------
     def settle(self, now: Optional[float] = None) -> None:
@@ -1035,6 +1058,22 @@ def _odd_rows(tasks: list[int], n: int) -> Iterator[int]:
     for _ in range(n):
         i = tasks.index(-1, i + 1)
         yield i
+
+
+def _carry_earliest(old: object, new: object, attr: str) -> None:
+    o, n = getattr(old, attr), getattr(new, attr)
+    if o is not None and (n is None or o < n):
+        setattr(new, attr, o)
+
+
+def timed_out_reason(state: RunState, s: Server) -> str:
+    """A server Gym's spin-up limit ran out on: the limit, and what the server was doing."""
+    m = gl.TIMEOUT_RE.search(state.parent.timeout.text) if state.parent.timeout else None
+    limit = f"Gym's {m.group(1)}s spin-up limit" if m else "Gym's spin-up limit"
+    doing = s.phase if s.phase and s.phase not in ("failed", "ready") else (
+        "starting" if s.last_line else "silent: no output of its own")
+    last = f"; its last line: {s.last_line.strip()[:120]}" if s.last_line.strip() else ""
+    return f"not ready within {limit}; it was {doing}{last}"
 
 
 def _last(pattern, text: str):

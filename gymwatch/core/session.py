@@ -21,10 +21,9 @@ import msgspec
 from . import eolcount, inputkeys, procs, rowsfork
 from .config import read_info
 from .layout import MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
-from .model import RunState
+from .model import RunState, parent_ended
 from .reducer import Changes, Reducer
 from .tail import Tailer, read_head, read_head_stat
-from .verdict import parent_ended
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
 READ_BUDGET = 8 << 20      # bytes of one file read per slice
@@ -108,7 +107,7 @@ class RunSession:
             self._poll_files(final)
             reset = True
         if reset:
-            carry_times(old, self.state)
+            self.reducer.carry_times(old)
         self._caught_up = self._caught_up or not self.behind
         self._processes()
         writes = {self._rels[p]: t.mtime for p, t in self.tailers.items() if t.mtime is not None}
@@ -237,9 +236,7 @@ class RunSession:
                 return True
             for lineno, raw in batch.blocks if blocks else batch.runs if rows else batch.lines:
                 feed(rel, lineno, raw)
-            if t.lineno > before:
-                files = self.reducer.changes.files
-                files[rel] = files.get(rel, 0) + t.lineno - before
+            self.reducer.lines_read(rel, t.lineno - before)
             if not batch.more:
                 return False
             if deadline is not None and time.monotonic() >= deadline:
@@ -294,9 +291,7 @@ class RunSession:
         for first, items in blocks:
             self.reducer.rollout_items(rel, base + first, items)
         t.adopt(end, base + lines)
-        if lines:
-            files = self.reducer.changes.files
-            files[rel] = files.get(rel, 0) + lines
+        self.reducer.lines_read(rel, lines)
         return False
 
     def _keys_from(self, child: inputkeys.KeysChild, path: Path, final: bool) -> bool:
@@ -313,9 +308,7 @@ class RunSession:
         rel = self._rels[path]
         t.adopt(end, lines)
         self.reducer.materialized_keys(rel, 1, keys)
-        if lines:
-            files = self.reducer.changes.files
-            files[rel] = files.get(rel, 0) + lines
+        self.reducer.lines_read(rel, lines)
         return False
 
     # A file's facts: now, or as listings just taken have them (`listed`: a one-shot read)
@@ -467,29 +460,6 @@ class RunSession:
 
     def is_live(self) -> bool:
         return bool(self.state.parent.alive or self.state.collector.alive)
-
-
-def carry_times(old: RunState, new: RunState) -> None:
-    """After the run's files were re-read from the start, keep when each server was first seen,
-    became ready and entered its state: a re-read stamps those with the time of the re-read."""
-    for name, s in new.servers.items():
-        o = old.servers.get(name)
-        if o is None:
-            continue
-        if o.first_seen is not None and (s.first_seen is None or o.first_seen < s.first_seen):
-            s.first_seen = o.first_seen
-        if o.ready_at is not None and s.ready_at is not None and o.ready_at < s.ready_at:
-            s.ready_at = o.ready_at
-        if o.state == s.state and o.state_since is not None and (s.state_since is None or o.state_since < s.state_since):
-            s.state_since = o.state_since
-    _carry_earliest(old.parent, new.parent, "spinup_at")
-    _carry_earliest(old.parent.endpoints, new.parent.endpoints, "waiting_at")
-
-
-def _carry_earliest(old: object, new: object, attr: str) -> None:
-    o, n = getattr(old, attr), getattr(new, attr)
-    if o is not None and (n is None or o < n):
-        setattr(new, attr, o)
 
 
 def _stat_sig(path: Path) -> tuple:

@@ -1,6 +1,7 @@
 """Conclusions drawn from the whole state: the verdict, with its reason and evidence. Read-only:
 what a finished or dead run means for its servers and trials is written by the reducer
-(`Reducer.settle`), which uses the predicates here."""
+(`Reducer.settle`); the predicates both use (`parent_ended()`, `collector_ended()`, ...) are the
+model's (core/model.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from . import attribution
 from . import gymlines as gl
 from .model import (
     FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, Evidence, RunState, Server,
+    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, Evidence, RunState, Server, collector_ended, parent_ended,
+    parent_gave_up,
 )
 
 EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT = 0, 1, 2, 3
@@ -24,44 +26,6 @@ class Verdict:
     evidence: Optional[Evidence] = None
     related: list[Evidence] = field(default_factory=list)
     exit_code: int = EXIT_OK
-
-
-def timed_out_reason(state: RunState, s: Server) -> str:
-    """A server Gym's spin-up limit ran out on: the limit, and what the server was doing."""
-    m = gl.TIMEOUT_RE.search(state.parent.timeout.text) if state.parent.timeout else None
-    limit = f"Gym's {m.group(1)}s spin-up limit" if m else "Gym's spin-up limit"
-    doing = s.phase if s.phase and s.phase not in ("failed", "ready") else (
-        "starting" if s.last_line else "silent: no output of its own")
-    last = f"; its last line: {s.last_line.strip()[:120]}" if s.last_line.strip() else ""
-    return f"not ready within {limit}; it was {doing}{last}"
-
-
-def parent_gave_up(state: RunState) -> bool:
-    """gym env start ended (or gave up) before every server was ready."""
-    return state.parent.all_ready is None and parent_ended(state)
-
-
-def parent_ended(state: RunState) -> bool:
-    p = state.parent
-    gone = p.alive is False or (p.alive is None and state.activity.quiet)
-    return bool(p.finished or p.died or p.timeout or p.traceback or (p.started and gone))
-
-
-def collector_ended(state: RunState) -> bool:
-    """The collector is done: what has no row now never will. Not while rows are still being
-    read (a screen catching up with a big run): every pending trial would look missing."""
-    c = state.collector
-    if state.reading:
-        return False
-    if c.finished or state.aggregate_written:
-        return True
-    if not c.started:
-        return False
-    if c.alive is False:
-        return True
-    # gym env start shut its servers down (`NeMo Gym finished!`): no row can come any more
-    servers_gone = state.parent.finished is not None
-    return c.alive is None and (c.error is not None or state.activity.quiet or servers_gone)
 
 
 def counts(state: RunState) -> dict[str, int]:

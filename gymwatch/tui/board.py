@@ -20,8 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
 from ..core import attribution, gymversion
-from ..core.model import FAILED, READY, EXITED, RunState, Server
-from ..core.verdict import parent_ended
+from ..core.model import FAILED, READY, EXITED, RunState, Server, parent_ended
 from .fmt import KIND_LABEL, STATE_LOOK, body, duration, plain
 from .layout import fit_board
 

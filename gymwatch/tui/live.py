@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..core.layout import REPLAY_MARKER, NotARun
-from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState
+from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState, collector_ended
 from ..core.reducer import Changes
-from ..core.session import RunSession, carry_times
-from ..core.verdict import collector_ended
+from ..core.session import RunSession
 
 RATE_WINDOW = 60.0   # seconds of samples behind the trials/s rate
 # A log's first timestamp starts the elapsed clock when it is this recent (a replay of an old
@@ -76,7 +75,7 @@ class LiveRun:
             changes = self.session.poll(budget=POLL_BUDGET)
             self._sample()
         if changes.reset and self.session.state is not old:
-            carry_times(old, self.session.state)
+            self.session.reducer.carry_times(old)
         return changes
 
     def _first_poll(self) -> Changes:
