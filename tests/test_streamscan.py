@@ -106,7 +106,7 @@ def _line(i: int, text: str) -> str:
 
 def _reducer() -> Reducer:
     r = Reducer(RunState(root="/run"))
-    r.own_logs = {"mcqa", "monitor"}
+    r.servers_own_logs({"mcqa", "monitor"})
     r.server("mcqa")
     r.server("monitor")          # never a Gym prefix (gymlines.NOT_SERVERS): its lines are Gym's own
     return r

@@ -269,7 +269,7 @@ class SummarySession(RunSession):
         at it) so that it is freed when the summary is made: left to the cyclic collector, the
         ~100 objects of each summary cost a listing ~3% of its time in collections."""
         self.tailers = {}
-        self.reducer.clock = _no_clock
+        self.reducer.w.clock = _no_clock
 
     def skipped_stamps(self) -> list[tuple[Optional[float], Optional[float]]]:
         """First and last stamps of the logs left unread, or read only up to all servers ready:

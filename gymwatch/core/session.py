@@ -174,9 +174,8 @@ class RunSession:
     def _poll_files(self, final: bool) -> bool:
         lay = self.layout
         logs = self.server_logs()
-        if set(logs) & self.reducer.fed_from_merged:
+        if not self.reducer.servers_own_logs(set(logs)):
             return True   # a server's own log appeared after its merged lines: read it afresh from there
-        self.reducer.own_logs = set(logs)
         reset = False
         for name, path in logs.items():
             reset |= self._read(path, final, lambda f, first, block, name=name:

@@ -1,0 +1,169 @@
+"""The one reducer: the only writer of the RunState. Every line and row of every file, what the
+session learns beside them (configs, processes, file activity, probes) and what the whole state
+means (`settle`) go through the `Reducer` below, one method per kind of fact, which hands it to
+the part of this package that owns its source:
+
+  servers.py   a server's own lines (its log, or its prefixed lines in Gym's captured output)
+  streams.py   Gym's captured output: `gym env start`'s and `gym eval run`'s own lines
+  rows.py      rollouts, failures sidecar, materialized inputs, Gym's health files
+  facts.py     configs, notes, processes, file activity, head-server probes
+  settle.py    what the whole state means, after every poll
+  writer.py    the state, `Changes`, and the writes those parts share
+
+It records what changed (`Changes`) so views update only what moved. The report and the live
+screen both read the state this builds, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..model import RunInfo, RunState, Server
+from .facts import Facts
+from .rows import Rows
+from .servers import ServerLines
+from .settle import Settle
+from .streams import StreamLines
+from .writer import Changes, Writer
+
+__all__ = ["Changes", "Reducer"]
+
+
+class Reducer:
+    def __init__(self, state: RunState, clock: Callable[[], Optional[float]] = lambda: None):
+        self.w = Writer(state, clock)
+        self._servers = ServerLines(self.w)
+        self._streams = StreamLines(self.w, self._servers)
+        self._rows = Rows(self.w)
+        self._facts = Facts(self.w)
+        self._settle = Settle(self.w)
+
+    @property
+    def state(self) -> RunState:
+        return self.w.state
+
+    @property
+    def changes(self) -> Changes:
+        """What changed so far (`take_changes()` hands it over)."""
+        return self.w.changes
+
+    def take_changes(self) -> Changes:
+        """What changed since the last call (the views redraw that), and the lines read."""
+        return self.w.changes.take()
+
+    # --- reading the run's files ------------------------------------------------------------
+    def lines_read(self, file: str, n: int) -> None:
+        """The session read `n` new lines of `file` (relative), whatever they did to the model."""
+        self.w.lines_read(file, n)
+
+    def file_error(self, file: str, reason: str) -> None:
+        """A file of the run could not be read."""
+        self.w.file_error(file, reason)
+
+    def server_log_line(self, name: str, file: str, lineno: int, text: str) -> None:
+        """A line of `<logs>/<name>.log`."""
+        self._servers.line(name, file, lineno, text)
+
+    def server_log_block(self, stem: str, file: str, first: int, block: bytes) -> None:
+        """Lines `first`.. of `<logs>/<stem>.log` (whole lines, each ending with a newline, none
+        holding a \\r): as if each went to `server_log_line`."""
+        self._servers.block(stem, file, first, block)
+
+    def servers_own_logs(self, stems: set[str]) -> bool:
+        """The servers' own logs now (by file stem). False when a server's own log appeared after
+        its lines were read from Gym's captured output: the run must be read afresh from there."""
+        if stems & self._servers.fed_from_merged:
+            return False
+        self._servers.own_logs = set(stems)
+        return True
+
+    def stream_line(self, role: str, file: str, lineno: int, text: str) -> None:
+        """A line of Gym's captured output (`role`: core/layout.py's ENV, EVAL, BOTH, VALIDATE)."""
+        self._streams.line(role, file, lineno, text)
+
+    def stream_block(self, role: str, file: str, first: int, block: bytes) -> None:
+        """Lines `first`.. of Gym's captured output (whole lines, none holding a \\r): as if each
+        went to `stream_line`."""
+        self._streams.block(role, file, first, block)
+
+    def rollout_row(self, file: str, lineno: int, raw: bytes) -> None:
+        self._rows.rollout_row(file, lineno, raw)
+
+    def rollout_rows(self, file: str, first: int, rows: list[bytes]) -> None:
+        self._rows.rollout_rows(file, first, rows)
+
+    def rollout_block(self, file: str, first: int, block: bytes) -> None:
+        self._rows.rollout_block(file, first, block)
+
+    def rollout_items(self, file: str, first: int, items: list) -> None:
+        self._rows.rollout_items(file, first, items)
+
+    def failure_row(self, file: str, lineno: int, raw: bytes) -> None:
+        self._rows.failure_row(file, lineno, raw)
+
+    def materialized_row(self, file: str, lineno: int, raw: bytes) -> None:
+        self._rows.materialized_row(file, lineno, raw)
+
+    def materialized_rows(self, file: str, first: int, rows: list[bytes]) -> None:
+        self._rows.materialized_rows(file, first, rows)
+
+    def materialized_keys(self, file: str, first: int, keys: tuple[list[int], list[int], list[bytes]]) -> None:
+        self._rows.materialized_keys(file, first, keys)
+
+    def verdict_row(self, file: str, lineno: int, raw: bytes) -> None:
+        self._rows.verdict_row(file, lineno, raw)
+
+    def health_summary(self, file: str, data: bytes) -> None:
+        self._rows.health_summary(file, data)
+
+    @property
+    def health_file_totals(self) -> bool:
+        """Gym's quality_summary.json has been read (it is read once)."""
+        return self.w.health_file_totals
+
+    def collection_began(self) -> None:
+        self._rows.collection_began()
+
+    def aggregate_done(self) -> None:
+        self._rows.aggregate_done()
+
+    # --- what the session learns beside the files' lines -----------------------------------
+    def run_info(self, info: RunInfo) -> None:
+        self._facts.run_info(info)
+
+    def note(self, text: str) -> None:
+        self._facts.note(text)
+
+    def read_progress(self, behind: bool, now: Optional[float]) -> None:
+        self._facts.read_progress(behind, now)
+
+    def processes(self, parent: Optional[bool], collector: Optional[bool], parent_exit: Optional[int],
+                  collector_exit: Optional[int], checked: bool) -> None:
+        self._facts.processes(parent, collector, parent_exit, collector_exit, checked)
+
+    def process_facts(self, live: dict[str, dict]) -> None:
+        self._facts.process_facts(live)
+
+    def orphans(self, alive: dict[str, int]) -> None:
+        self._facts.orphans(alive)
+
+    def file_activity(self, last_write: Optional[float], wall_now: float,
+                      writes: Optional[dict[str, float]] = None, rows_write: Optional[float] = None) -> None:
+        self._facts.file_activity(last_write, wall_now, writes, rows_write)
+
+    def server_instances(self, instances: list) -> None:
+        self._facts.server_instances(instances)
+
+    def http_answer(self, name: str, ok: bool) -> None:
+        self._facts.http_answer(name, ok)
+
+    def server(self, name: str) -> Server:
+        """A server named by a source outside the run's files (a launcher's plan, a test)."""
+        return self.w.server(name)
+
+    # --- what the whole state means ---------------------------------------------------------
+    def settle(self, now: Optional[float] = None) -> None:
+        self._settle.settle(now)
+
+    def carry_times(self, old: RunState) -> None:
+        self._settle.carry_times(old)

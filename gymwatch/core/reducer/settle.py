@@ -1,0 +1,130 @@
+"""What the whole state means, after every poll (idempotent): what Gym's parent said applied to
+the servers (a death it named, its spin-up limit, its give-up, its shutdown), trials missing once
+the collector has ended; and a re-read run's times kept (`carry_times`)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import gymlines as gl
+from ..model import (
+    EXITED, FAILED, K_RESOURCES, K_UNKNOWN, READY, T_MISSING, T_PENDING, Evidence, RunState, Server, TrialKey,
+    collector_ended, parent_gave_up,
+)
+from ..servers import fail, hold, lift, set_state
+from .writer import Part
+
+LEFT_STARTING = "not up when gym env start ended: nothing waits for it any more"
+STOPPED_STARTING = "stopped by Gym before it was ready"
+
+
+class Settle(Part):
+    def settle(self, now: Optional[float] = None) -> None:
+        """Apply what Gym's parent says about servers (a death it named, its spin-up timeout, its
+        give-up, its shutdown), and mark trials missing once the collector has ended (pending
+        again if it turns out not to have). Every change is reported like any other.
+
+        What settle concludes of a server is held apart from what its lines made of it: each
+        settle first takes the last one's conclusions back, and so does the server's next line
+        (core/servers.py, `hold()` / `lift()`). The files are tailed separately, so Gym's words
+        may be read before the server's own: the conclusions are always drawn from every line
+        read so far, as one whole read would draw them."""
+        st, p = self.state, self.state.parent
+        before = {name: (s.state, s.phase, s.kind, s.state_since) for name, s in st.servers.items()}
+        for name, s in st.servers.items():
+            lift(s, self.trackers[name])
+        env = st.servers.get(st.info.environment)
+        if env is not None and env.kind == K_UNKNOWN:
+            env.kind = K_RESOURCES
+        if p.died_server and p.died_server in st.servers:
+            s = st.servers[p.died_server]
+            self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
+        if p.timeout is not None:
+            for s in st.servers.values():
+                if not s.became_ready and s.state != FAILED:
+                    self._conclude(s, now, timed_out_reason(st, s), timed_out=True)
+        if parent_gave_up(st):
+            for s in st.servers.values():
+                # Output ending at the install step is a death of its own (the 0.4-0.6 pipefail bug)
+                # unless Gym stopped its servers, or was stopped itself: then that is where it was.
+                if not (s.became_ready or s.state == FAILED) and (
+                        s.failure is not None or self.trackers[s.name].ended_at_install and p.stopping is None
+                        and p.interrupt is None):
+                    self._conclude(s, now, "died during startup")
+                elif not (s.became_ready or s.state in (FAILED, EXITED)):
+                    if p.stopping is not None:
+                        self._conclude(s, now, phase=STOPPED_STARTING, state=EXITED)
+                    else:   # no death of its own: its process may still run, with nothing waiting for it
+                        self._conclude(s, now, phase=LEFT_STARTING)
+        if p.finished is not None:
+            for s in st.servers.values():
+                if s.state == READY:
+                    self._conclude(s, now, phase="stopped by Gym", state=EXITED)
+        for name, s in st.servers.items():
+            old = before.get(name)
+            if old is not None and old[0] == s.state:
+                s.state_since = old[3]      # the same conclusion drawn again: its time stays
+        moved = {name for name, s in st.servers.items() if before.get(name, ())[:3] != (s.state, s.phase, s.kind)}
+        self.changes.servers |= moved
+        self.changes.trials |= self._settle_trials(collector_ended(st))
+        self.changes.run |= bool(moved)
+
+    def _conclude(self, s: Server, now: Optional[float], why: str = "", timed_out: bool = False,
+                  phase: str = "", state: str = "", told: Optional[Evidence] = None) -> None:
+        """One of settle's conclusions about a server: failed for `why`, else the new `phase` (and
+        `state`). Held, so that it can be taken back."""
+        tracker = self.trackers[s.name]
+        hold(s, tracker)
+        if why:
+            fail(s, tracker, now, why, timed_out=timed_out, told=told)
+        else:
+            set_state(s, state or s.state, now, phase)
+
+    def _settle_trials(self, ended: bool) -> set[TrialKey]:
+        moved = set()
+        for t in self.state.trials.values():
+            if t.status == T_PENDING and ended and t.expected:
+                t.status = T_MISSING
+                moved.add(t.key)
+            elif t.status == T_MISSING and not ended:
+                t.status = T_PENDING
+                moved.add(t.key)
+        return moved
+
+    def carry_times(self, old: RunState) -> None:
+        """The run's files were read again from the start into this reducer's new state: keep when
+        each server was first seen, became ready and entered its state, and when Gym's waits began,
+        as `old` had them (a re-read stamps those with the time of the re-read)."""
+        new = self.state
+        for name, s in new.servers.items():
+            o = old.servers.get(name)
+            if o is None:
+                continue
+            if o.first_seen is not None and (s.first_seen is None or o.first_seen < s.first_seen):
+                s.first_seen = o.first_seen
+            if o.ready_at is not None and s.ready_at is not None and o.ready_at < s.ready_at:
+                s.ready_at = o.ready_at
+            if o.state == s.state and o.state_since is not None and (s.state_since is None
+                                                                    or o.state_since < s.state_since):
+                s.state_since = o.state_since
+        _carry_earliest(old.parent, new.parent, "spinup_at")
+        _carry_earliest(old.parent.endpoints, new.parent.endpoints, "waiting_at")
+
+
+
+
+def _carry_earliest(old: object, new: object, attr: str) -> None:
+    o, n = getattr(old, attr), getattr(new, attr)
+    if o is not None and (n is None or o < n):
+        setattr(new, attr, o)
+
+
+
+def timed_out_reason(state: RunState, s: Server) -> str:
+    """A server Gym's spin-up limit ran out on: the limit, and what the server was doing."""
+    m = gl.TIMEOUT_RE.search(state.parent.timeout.text) if state.parent.timeout else None
+    limit = f"Gym's {m.group(1)}s spin-up limit" if m else "Gym's spin-up limit"
+    doing = s.phase if s.phase and s.phase not in ("failed", "ready") else (
+        "starting" if s.last_line else "silent: no output of its own")
+    last = f"; its last line: {s.last_line.strip()[:120]}" if s.last_line.strip() else ""
+    return f"not ready within {limit}; it was {doing}{last}"
