@@ -4,7 +4,7 @@ import os
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gymwatch.core import tail
 from gymwatch.core.tail import Tailer, decode
@@ -133,3 +133,58 @@ def test_read_head_reads_the_start_of_a_file_or_raises_like_open(tmp_path):
     for bad in (tmp_path / "missing", tmp_path):       # absent; a directory
         with pytest.raises(OSError):
             tail.read_head(bad)
+
+
+# --- bounded reads: the same lines in any slices (moved from the rows' fast-path tests) ------------
+def _reference_lines(data: bytes) -> list[bytes]:
+    out = re.split(rb"\r\n|\r|\n", data)
+    if out and out[-1] == b"":
+        out.pop()
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n", b"\r", b"\r\n", b"{\"x\":1}"]), max_size=80)
+       .map(b"".join),
+       chunk=st.integers(min_value=1, max_value=16),
+       max_bytes=st.one_of(st.none(), st.integers(min_value=1, max_value=40)),
+       cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_tail_fast_path_and_bounded_reads(tmp_path_factory, monkeypatch, data, chunk, max_bytes, cuts):
+    monkeypatch.setattr(tail, "CHUNK", chunk)
+    p = tmp_path_factory.mktemp("tail") / "f.jsonl"
+    p.write_bytes(b"")
+    t = Tailer(str(p))
+    got = []
+    prev = 0
+    for cut in sorted(set(c for c in cuts if c <= len(data))) + [len(data)]:
+        with open(p, "ab") as fh:
+            fh.write(data[prev:cut])
+        prev = cut
+        while True:
+            b = t.read(max_bytes=max_bytes)
+            got += b.lines
+            if not b.more:
+                break
+    while True:
+        b = t.read(final=True, max_bytes=max_bytes)
+        got += b.lines
+        if not b.more:
+            break
+    assert [n for n, _ in got] == list(range(1, len(got) + 1))
+    assert [raw for _, raw in got] == _reference_lines(data)
+
+
+def test_bounded_read_holds_a_bounded_batch(tmp_path):
+    p = tmp_path / "big.jsonl"
+    line = b"{\"k\":\"" + b"x" * 1000 + b"\"}\n"
+    p.write_bytes(line * 5000)
+    t = Tailer(str(p))
+    sizes = []
+    total = 0
+    while True:
+        b = t.read(max_bytes=1 << 20)
+        sizes.append(sum(len(r) for _, r in b.lines))
+        total += len(b.lines)
+        if not b.more:
+            break
+    assert total == 5000 and len(sizes) > 3 and max(sizes) <= (1 << 20) + len(line)

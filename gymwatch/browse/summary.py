@@ -58,8 +58,7 @@ class HeadTail:
         self.mtime: Optional[float] = None      # the file's last write (liveness by files)
         self.exists = False
 
-    def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False,
-             rows: bool = False) -> Batch:
+    def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False) -> Batch:
         batch = Batch()
         if self.done:
             return batch
@@ -80,7 +79,7 @@ class HeadTail:
         lines += _EOL.split(tail)[1:]            # and so is the cut first line of the tail
         batch.lines = [(i + 1, raw) for i, raw in enumerate(lines)]   # numbers are not real
         self.lineno = len(lines)
-        return as_asked(batch, blocks, rows)
+        return as_asked(batch, blocks)
 
 
 def all_named(state: RunState) -> bool:
@@ -109,8 +108,7 @@ class ReadyCut:
     def __getattr__(self, name):     # offset, mtime, exists: the inner tailer's
         return getattr(self.inner, name)
 
-    def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False,
-             rows: bool = False) -> Batch:
+    def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False) -> Batch:
         s = self.session
         if s.phase == FIRST and all_named(s.state):
             self.cut = self.i < len(self.lines) or self.more
@@ -128,7 +126,7 @@ class ReadyCut:
             self.lineno = out.lines[-1][0]
         out.more = self.i < len(self.lines) or self.more
         self.cut = False
-        return as_asked(out, blocks, rows)
+        return as_asked(out, blocks)
 
 
 # What a summary reads (SummarySession.phase): first the rows and the output every outcome needs
@@ -217,12 +215,12 @@ class SummarySession(RunSession):
             self._peeked[path] = times
         return mentions
 
-    def _read(self, path, final, feed, offset_key: str = "", blocks: bool = False, rows: bool = False,
+    def _read(self, path, final, feed, offset_key: str = "", blocks: bool = False,
               stop: Optional[int] = None) -> bool:
         if path is not None and not self._wanted(path, offset_key):
             self._skipped = (self._skipped or set()) | {path}
             return False
-        return super()._read(path, final, feed, offset_key, blocks, rows, stop)
+        return super()._read(path, final, feed, offset_key, blocks, stop)
 
     def _tailer(self, path: Path, offset_key: str):
         if self._is_rows(path) or offset_key and self.layout.log_offsets.get(offset_key):

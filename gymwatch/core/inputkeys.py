@@ -182,7 +182,7 @@ def main(argv: list[str]) -> int:
 
 
 # --- the report's side -------------------------------------------------------------------------
-Keys = tuple[list[int], list[int], list[bytes]]     # task and rollout of each row (task -1: odd), odd rows
+Keys = list     # each row's facts (records.RowFacts), why it is no row, or None
 
 
 class KeysChild:
@@ -218,15 +218,17 @@ class KeysChild:
         view = memoryview(data)
         tasks = view[_HEAD.size:_HEAD.size + 8 * n].cast("q").tolist()
         rollouts = view[_HEAD.size + 8 * n:body].cast("q").tolist()
-        odd, at, i = [], body, -1
-        while True:
-            try:
-                i = tasks.index(-1, i + 1)
-            except ValueError:
-                break
-            odd.append(data[at:at + rollouts[i]])
-            at += rollouts[i]
-        return ((tasks, rollouts, odd), end, lines) if at == len(data) else None
+        from . import records     # (not at the top: this module also runs alone as a script)
+
+        rows: list = []
+        at = body
+        for task, rollout in zip(tasks, rollouts):
+            if task >= 0:
+                rows.append(records.RowFacts(task, rollout))
+            else:
+                rows.append(records.one_row(records.materialized_facts, data[at:at + rollout]))
+                at += rollout
+        return (rows, end, lines) if at == len(data) else None
 
     def close(self) -> None:
         if self.proc.poll() is None:

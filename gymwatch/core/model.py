@@ -358,7 +358,7 @@ class RunState:
     last_stamp: Optional[float] = None            # with (epoch; core/stamps.py says how they are read)
 
 
-# --- predicates over the state: what settle (core/reducer.py) and the verdict (core/verdict.py) both
+# --- predicates over the state: what settle (core/reducer/settle.py) and the verdict (core/verdict.py) both
 # conclude from it ---------------------------------------------------------------------------------
 def parent_ended(state: RunState) -> bool:
     """gym env start has ended: it said so (finished, a death, the spin-up limit, a traceback), or

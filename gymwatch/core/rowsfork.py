@@ -24,10 +24,10 @@ from .forkchild import fork_child
 from .tail import Tailer
 
 READ_BUDGET = 8 << 20        # bytes the child reads at a time
-# What the child sends: (end offset, lines read, [(first line, [facts or raw row, ...]), ...]), the
-# facts as records.rollout_tuple makes them; typed, so that anything else fails the decode.
-_Facts = tuple[int, int, Optional[int], Optional[float], Optional[int], Optional[int], bool, str]
-_PAYLOAD = msgspec.msgpack.Decoder(tuple[int, int, list[tuple[int, list[Union[bytes, _Facts]]]]]).decode
+# What the child sends: (end offset, lines read, [(first line, [each line's facts, why it is no
+# row, or None for a blank line]), ...]); typed, so that anything else fails the decode.
+_PAYLOAD = msgspec.msgpack.Decoder(
+    tuple[int, int, list[tuple[int, list[Union[records.RowFacts, str, None]]]]]).decode
 
 
 class RowsChild:
@@ -66,7 +66,8 @@ class RowsChild:
             end, lines, blocks = _PAYLOAD(b"".join(chunks))
         except msgspec.DecodeError:
             return None
-        return end, lines, blocks
+        return end, lines, [(first, [records.BadLine(r) if type(r) is str else r for r in rows])
+                            for first, rows in blocks]
 
     status: Optional[int] = None
 
@@ -110,7 +111,7 @@ def _decode(path: str, start: int, final: bool) -> bytes:
         if batch.error or batch.reset:
             raise OSError(batch.error or "the file was replaced")
         for first, block in batch.blocks:
-            blocks.append((first, records.block_items(block)))
+            blocks.append((first, [str(r) if type(r) is records.BadLine else r for r in records.rollout_rows(block)]))
         if not batch.more:
             break
     return msgspec.msgpack.encode((t.offset, t.lineno, blocks))

@@ -191,7 +191,7 @@ class RunSession:
                 self.reducer.collection_began()
             keys = self._keys_child(lay.materialized, final)   # big inputs: on the other core
             if keys is None:
-                reset |= self._read(lay.materialized, final, self.reducer.materialized_rows, rows=True)
+                reset |= self._read(lay.materialized, final, self.reducer.materialized_block, blocks=True)
             helper = self._rows_child(lay.rollouts, final)    # the file's back part: on the other core
             try:
                 reset |= self._read(lay.rollouts, final, self.reducer.rollout_block, blocks=True,
@@ -203,7 +203,7 @@ class RunSession:
                     helper.close()
             if keys is not None and lay.materialized is not None:
                 reset |= self._keys_from(keys, lay.materialized, final)
-            reset |= self._read(lay.failures, final, self.reducer.failure_row)
+            reset |= self._read(lay.failures, final, self.reducer.failure_block, blocks=True)
             if self._from_this_run(lay.health_verdicts):
                 reset |= self._read(lay.health_verdicts, final, self.reducer.verdict_row)
             self._aggregate()
@@ -211,9 +211,9 @@ class RunSession:
         return reset
 
     def _read(self, path: Optional[Path], final: bool, feed, offset_key: str = "", blocks: bool = False,
-              rows: bool = False, stop: Optional[int] = None) -> bool:
+              stop: Optional[int] = None) -> bool:
         """Feed the file's new lines: `feed(rel, lineno, raw)` a line; with `blocks`
-        `feed(rel, first lineno, block of whole lines)`; with `rows` `feed(rel, first lineno, lines)`."""
+        `feed(rel, first lineno, block of whole lines)`."""
         if path is None:
             return False
         t = self.tailers.get(path)
@@ -227,13 +227,13 @@ class RunSession:
             before = t.lineno
             # (`stop` only when given: the runs browser's readers of big or cut logs, HeadTail and
             # ReadyCut, take none)
-            batch = t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows) if stop is None else \
-                t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows, stop=stop)
+            batch = t.read(final=final, max_bytes=piece, blocks=blocks) if stop is None else \
+                t.read(final=final, max_bytes=piece, blocks=blocks, stop=stop)
             if batch.error:
                 self.reducer.file_error(rel, f"cannot read: {batch.error}")
             if batch.reset:
                 return True
-            for lineno, raw in batch.blocks if blocks else batch.runs if rows else batch.lines:
+            for lineno, raw in batch.blocks if blocks else batch.lines:
                 feed(rel, lineno, raw)
             self.reducer.lines_read(rel, t.lineno - before)
             if not batch.more:
@@ -287,8 +287,8 @@ class RunSession:
             return self._read(path, final, self.reducer.rollout_block, blocks=True)
         end, lines, blocks = res
         rel, base = self._rels[path], t.lineno
-        for first, items in blocks:
-            self.reducer.rollout_items(rel, base + first, items)
+        for first, rows in blocks:
+            self.reducer.rollout_rows(rel, base + first, rows)
         t.adopt(end, base + lines)
         self.reducer.lines_read(rel, lines)
         return False
@@ -298,7 +298,7 @@ class RunSession:
         any way, read the file here."""
         res = child.result()
         if res is None:
-            return self._read(path, final, self.reducer.materialized_rows, rows=True)
+            return self._read(path, final, self.reducer.materialized_block, blocks=True)
         keys, end, lines = res
         t = self.tailers.get(path)
         if t is None:
@@ -306,7 +306,7 @@ class RunSession:
             self._rels[path] = self.layout.rel(path)
         rel = self._rels[path]
         t.adopt(end, lines)
-        self.reducer.materialized_keys(rel, 1, keys)
+        self.reducer.materialized_rows(rel, 1, keys)
         self.reducer.lines_read(rel, lines)
         return False
 

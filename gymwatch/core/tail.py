@@ -29,19 +29,14 @@ class Batch:
     # read(blocks=True): the new lines as blocks instead, in order: (number of the first line, its
     # lines, each ending with b"\n"). Line ends are the same as `lines`' (a block holds no \r).
     blocks: list[tuple[int, bytes]] = field(default_factory=list)
-    # read(rows=True): the new lines as runs instead, in order: (number of the first line, the lines)
-    runs: list[tuple[int, list[bytes]]] = field(default_factory=list)
 
 
-def as_asked(batch: Batch, blocks: bool = False, rows: bool = False) -> Batch:
-    """A batch of `lines` in the form `Tailer.read(blocks=..., rows=...)` gives, for readers
-    that make lines some other way (numbered consecutively, none holding a \r)."""
-    if (blocks or rows) and batch.lines:
+def as_asked(batch: Batch, blocks: bool = False) -> Batch:
+    """A batch of `lines` in the form `Tailer.read(blocks=...)` gives, for readers that make
+    lines some other way (numbered consecutively, none holding a \r)."""
+    if blocks and batch.lines:
         first = batch.lines[0][0]
-        if rows:
-            batch.runs = [(first, [raw for _, raw in batch.lines])]
-        else:
-            batch.blocks = [(first, b"".join(raw + b"\n" for _, raw in batch.lines))]
+        batch.blocks = [(first, b"".join(raw + b"\n" for _, raw in batch.lines))]
         batch.lines = []
     return batch
 
@@ -49,7 +44,7 @@ def as_asked(batch: Batch, blocks: bool = False, rows: bool = False) -> Batch:
 class Tailer:
     """Tails one file by byte offset. `read()` returns complete lines added since last call."""
 
-    __slots__ = ("path", "offset", "lineno", "_partial", "_ident", "_skipping", "exists", "mtime", "_blocks", "_rows")
+    __slots__ = ("path", "offset", "lineno", "_partial", "_ident", "_skipping", "exists", "mtime", "_blocks")
 
     def __init__(self, path: str, start_offset: int = 0, start_lineno: int = 0):
         self.path = path
@@ -60,7 +55,7 @@ class Tailer:
         self._skipping = False
         self.exists = False
         self.mtime: float | None = None    # the file's last write, as of the last read
-        self._blocks = self._rows = False
+        self._blocks = False
 
     def adopt(self, offset: int, lineno: int) -> None:
         """Another reader read the file up to `offset` (`lineno` whole lines): go on from there."""
@@ -78,18 +73,17 @@ class Tailer:
         self._skipping = False
 
     def read(self, final: bool = False, max_bytes: int | None = None, blocks: bool = False,
-             rows: bool = False, stop: int | None = None) -> Batch:
+             stop: int | None = None) -> Batch:
         """New complete lines. With `final`, a trailing partial line is returned too.
 
         `max_bytes` bounds how much is read in this call (at least one chunk), so a caller that
         loops while `batch.more` holds only that much of a big file at a time. `blocks`: the lines
         come in `batch.blocks`, a few big byte strings instead of one object a line (the same
         lines, numbered the same), for a reader that searches whole blocks (core/logscan.py).
-        `rows`: the lines come in `batch.runs`, lists of consecutive lines (no tuple a line).
         `stop`: read no further than this offset (a line start: another reader has the rest).
         """
         batch = Batch()
-        self._blocks, self._rows = blocks, rows
+        self._blocks = blocks
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -194,16 +188,11 @@ class Tailer:
             rest = tail.pop()
             pieces += tail
         if pieces:
-            if self._rows:
-                pieces[0] = self._take(pieces[0])
-                batch.runs.append((self.lineno, pieces))
-                self.lineno += len(pieces) - 1
-            else:
-                self._emit(pieces[0], batch)
-                n = self.lineno
-                if len(pieces) > 1:
-                    batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:]))
-                    self.lineno = n + len(pieces) - 1
+            self._emit(pieces[0], batch)
+            n = self.lineno
+            if len(pieces) > 1:
+                batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:]))
+                self.lineno = n + len(pieces) - 1
         self._hold(rest)
 
     def _split_slow(self, data: bytes, batch: Batch) -> None:
@@ -217,11 +206,8 @@ class Tailer:
         self._hold(data[start:])
 
     def _emit(self, piece: bytes, batch: Batch) -> None:
-        line = self._take(piece)
-        if self._rows:
-            batch.runs.append((self.lineno, [line]))
-        else:
-            batch.lines.append((self.lineno, line))
+        line = self._take(piece)     # (first: it counts the line)
+        batch.lines.append((self.lineno, line))
 
     def _take(self, piece: bytes) -> bytes:
         """The next line: what is held, completed by `piece`."""

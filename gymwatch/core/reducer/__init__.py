@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from .. import records
 from ..model import RunInfo, RunState, Server
 from .facts import Facts
 from .rows import Rows
@@ -87,28 +88,36 @@ class Reducer:
         self._streams.block(role, file, first, block)
 
     def rollout_row(self, file: str, lineno: int, raw: bytes) -> None:
-        self._rows.rollout_row(file, lineno, raw)
-
-    def rollout_rows(self, file: str, first: int, rows: list[bytes]) -> None:
-        self._rows.rollout_rows(file, first, rows)
+        """One line of a rollouts file."""
+        self._rows.rollouts(file, lineno, [records.one_row(records.rollout_facts, raw)])
 
     def rollout_block(self, file: str, first: int, block: bytes) -> None:
-        self._rows.rollout_block(file, first, block)
+        """Lines `first`.. of a rollouts file (whole lines, each ending with a newline)."""
+        self._rows.rollouts(file, first, records.rollout_rows(block))
 
-    def rollout_items(self, file: str, first: int, items: list) -> None:
-        self._rows.rollout_items(file, first, items)
+    def rollout_rows(self, file: str, first: int, rows: list[records.Row]) -> None:
+        """Lines `first`.. of a rollouts file, decoded (core/records.py)."""
+        self._rows.rollouts(file, first, rows)
 
     def failure_row(self, file: str, lineno: int, raw: bytes) -> None:
-        self._rows.failure_row(file, lineno, raw)
+        """One line of the failures sidecar."""
+        self._rows.failures(file, lineno, [records.one_row(records.failure_facts, raw)])
+
+    def failure_block(self, file: str, first: int, block: bytes) -> None:
+        """Lines `first`.. of the failures sidecar (whole lines)."""
+        self._rows.failures(file, first, records.failure_rows(block))
 
     def materialized_row(self, file: str, lineno: int, raw: bytes) -> None:
-        self._rows.materialized_row(file, lineno, raw)
+        """One line of the materialized inputs."""
+        self._rows.inputs(file, lineno, [records.one_row(records.materialized_facts, raw)])
 
-    def materialized_rows(self, file: str, first: int, rows: list[bytes]) -> None:
-        self._rows.materialized_rows(file, first, rows)
+    def materialized_block(self, file: str, first: int, block: bytes) -> None:
+        """Lines `first`.. of the materialized inputs (whole lines)."""
+        self._rows.inputs(file, first, records.input_rows(block))
 
-    def materialized_keys(self, file: str, first: int, keys: tuple[list[int], list[int], list[bytes]]) -> None:
-        self._rows.materialized_keys(file, first, keys)
+    def materialized_rows(self, file: str, first: int, rows: list[records.Row]) -> None:
+        """Lines `first`.. of the materialized inputs, decoded (core/records.py)."""
+        self._rows.inputs(file, first, rows)
 
     def verdict_row(self, file: str, lineno: int, raw: bytes) -> None:
         self._rows.verdict_row(file, lineno, raw)
