@@ -9,8 +9,8 @@ answer exactly (a failure class: its message may be in any key; a negative index
 exactly a float) is None: the reference reads it. Duplicate keys: the last one wins, as there.
 
 Where msgspec accepts what the reference parser (jiter) rejects, the block goes to the reference:
-invalid UTF-8 in skipped strings (msgspec does not check it; a block that is all ASCII, as Gym's
-json.dumps writes, has none) and integers longer than Python's 4300-digit limit. A block is
+invalid UTF-8 in skipped strings (msgspec does not check it) and integers longer than Python's
+4300-digit limit. A block is
 decoded at once only when each line is one row (`one_row_a_line`: msgspec reads a stream of
 values, not lines).
 """
@@ -83,7 +83,7 @@ def inputs(block: bytes) -> Optional[list[Optional[RowFacts]]]:
 
 
 def _decoded(block: bytes, decode_lines) -> Optional[list]:
-    if not block.isascii() or long_integer(block):
+    if not _valid_text(block) or long_integer(block):
         return None
     lines = one_row_a_line(block)
     if lines < 0:
@@ -162,6 +162,17 @@ def _raw_empty(out: Raw) -> bool:
 
 def _usage_dict(usage: _Usage) -> dict:
     return {k: v for k in TOKEN_KEYS if (v := getattr(usage, k)) is not UNSET}
+
+
+def _valid_text(block: bytes) -> bool:
+    """All of it valid UTF-8 (ASCII, as Gym's json.dumps writes, is)."""
+    if block.isascii():
+        return True
+    try:
+        block.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def long_integer(raw: bytes) -> bool:
