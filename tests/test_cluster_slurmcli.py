@@ -98,8 +98,8 @@ def test_sacct_s_other_spellings():
                        "UNLIMITED|None assigned|/x\n"
                        "41|gym-a|FAILED|0:11|None|2026-12-07T10:00:00|2026-12-07T10:00:01|2026-12-07T10:01:00|59|"
                        "01:00:00|n1|/x\n")
-    assert [(j.state, j.exit_code, j.signal, j.unlimited, j.start_time) for j in jobs] == [
-        ("CANCELLED", 0, 15, True, ""), ("FAILED", 0, 11, False, "2026-12-07T10:00:01")]
+    assert [(j.state, j.exit_code, j.signal, j.unlimited, j.start_time, j.nodes) for j in jobs] == [
+        ("CANCELLED", 0, 15, True, "", ""), ("FAILED", 0, 11, False, "2026-12-07T10:00:01", "n1")]
 
 
 # --- the poll, against fake Slurm commands ---

@@ -12,7 +12,7 @@ from typing import Optional
 
 # What Slurm prints where a value is not set: never a value of its own.
 UNSET = frozenset({"", "(null)", "None", "N/A", "n/a", "Unknown", "NONE", "none", "INVALID", "NOT_SET",
-                   "(none)"})
+                   "(none)", "None assigned"})
 _NO_LIMIT = frozenset({"UNLIMITED", "INFINITE", "Partition_Limit"})
 
 
