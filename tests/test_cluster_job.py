@@ -271,6 +271,8 @@ def test_a_running_job_near_its_time_limit(tmp_path):
     ("QOSMaxWallDurationPerJobLimit", "asks for more than its QOS allows per job (QOSMaxWallDurationPerJobLimit) "
                                       "(QOSMaxWallDurationPerJobLimit): it will never start as it is", True),
     ("AssocGrpGRES", "waiting (AssocGrpGRES)", False),
+    ("ReqNodeNotAvail, UnavailableNodes:gpu[1-2]", "a node it asks for is not available (down, drained or reserved): "
+                                                   "UnavailableNodes:gpu[1-2]", False),
     ("QOSGrpCpuLimit", "waiting: a limit of its QOS is reached (QOSGrpCpuLimit)", False),
 ])
 def test_pending_with_each_reason(tmp_path, reason, words, never):

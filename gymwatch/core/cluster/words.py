@@ -74,6 +74,9 @@ def reason(code: str) -> Reason:
     code = code.strip()
     if code in _REASONS:
         return _REASONS[code]
+    key, _, rest = code.partition(",")          # `ReqNodeNotAvail, UnavailableNodes:gpu[1-2]`
+    if rest and key in _REASONS:
+        return Reason(f"{_REASONS[key].words}: {rest.strip()}", never=_REASONS[key].never)
     if code.startswith(("QOS", "Assoc")) and "PerJob" in code:
         # A per-job cap of the QOS or association: this job alone asks for more than it allows.
         return Reason(f"asks for more than its {_whose(code)} allows per job ({code})", never=True)
