@@ -446,3 +446,48 @@ def test_a_link_whose_prologue_ended_it_speaks_for_the_link_before(tmp_path, pro
     assert job.links[1].services[0].state == SV_NOT_STARTED
     c = conclude(job)
     assert (c.job_id, c.state, c.headline, c.failed) == ("32", "COMPLETED", headline, failed)
+
+
+def _as_they_grew(case: str):
+    """(time, files cut to their size then, Slurm's squeue line then) at every change recorded in _meta."""
+    meta = SLURM / case / "_meta"
+    growth = [ln.split() for ln in (meta / "files.log").read_text().splitlines()]
+    states = [ln.split(maxsplit=2) for ln in (meta / "states.log").read_text().splitlines()]
+    times = sorted({float(g[0]) for g in growth} | {float(s[0]) for s in states})
+    for t in times:
+        sizes = {g[3]: int(g[2]) for g in growth if float(g[0]) <= t}
+        rows = [s[2] for s in states if float(s[0]) <= t]
+        yield t, sizes, rows[-1] if rows else None
+
+
+@pytest.mark.parametrize("case, phases", [
+    ("real_mcqa_cold", [("queued", "not_started"), ("running", "starting"), ("running", "healthy"),
+                        ("ended", "ended")]),
+    ("svc_never_healthy_timeout", [("queued", "not_started"), ("running", "starting"),
+                                   ("running", "never_healthy"), ("ended", "never_healthy")]),
+])
+def test_a_submission_read_as_it_grew(tmp_path, case, phases):
+    """The recorded files cut to their sizes at each moment, with Slurm's state then: what a live
+    reader sees, moment by moment."""
+    from gymwatch.core.cluster.slurmcli import parse_squeue
+    src = next((SLURM / case).glob("gym-job-*"))
+    header = "JOBID|NAME|STATE|REASON|TIME|TIME_LIMIT|CPUS|NODELIST|DEPENDENCY\n"
+    seen = []
+    for t, sizes, row in _as_they_grew(case):
+        root = tmp_path / f"t{t}" / src.name
+        for name, size in sizes.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            data = (src / name).read_bytes()[:size]
+            (root / name).write_bytes(data[:data.rfind(b"\n") + 1] if name.endswith((".out", ".log")) else data)
+        if not (root / "gym-job.json").is_file():
+            continue
+        sub = record.resolve(root)
+        bench = sub.benchmarks[0]
+        script = jobscript.read(bench.local_dir / "job.sh")
+        facts, files = read_facts(sub, bench, script)
+        poll = SlurmPoll(jobs={j.job_id: j for j in parse_squeue(header + row)}) if row else None
+        job = fold(bench, script, facts, poll, files=files)
+        step = (conclude(job).phase, job.links[0].services[0].state)
+        if not seen or seen[-1] != step:
+            seen.append(step)
+    assert seen == phases
