@@ -316,3 +316,42 @@ def test_a_slash_name_known_first_takes_its_logs_unprefixed_lines(tmp_path):
               "(team/env) INFO:     Uvicorn running on http://127.0.0.1:5 (Press CTRL+C to quit)")
     _, state = report(tmp_path)
     assert list(state.servers) == ["team/env"] and state.servers["team/env"].state == "ready"
+
+
+def test_ctrl_c_after_every_server_was_ready_is_a_stop_though_gym_calls_a_server_dead(tmp_path):
+    """Ctrl-C reaches gym env start and its servers at once; a server's clean uvicorn shutdown can
+    end before Gym's poll finds its process gone (`Process X finished unexpectedly!`). It exited
+    with the run: the start was interrupted, nothing failed."""
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 2 servers ready. Waiting for servers to spin up: ['env', 'env_agent']")
+    run.ready_server("env", 15000)
+    run.ready_server("env_agent", 16000)
+    run.lines("gym_env_start.stdout.log", "All 2 / 2 servers ready! Polling every 60s")
+    for name in ("env_agent", "env"):
+        run.server_log(name, "INFO:     Shutting down", "INFO:     Waiting for application shutdown.",
+                       "INFO:     Application shutdown complete.", "INFO:     Finished server process [1]")
+    run.lines("gym_env_start.stdout.log", "Sending interrupt signals to servers...", "Waiting for processes to finish...",
+              "NeMo Gym finished!")
+    run.lines("gym_env_start.stderr.log", "Traceback (most recent call last):", '  File "env.py", line 619, in poll',
+              "RuntimeError: Process `env_agent` finished unexpectedly!")
+    data, _ = report(tmp_path)
+    agent = next(s for s in data["servers"] if s["name"] == "env_agent")
+    assert (agent["state"], agent["phase"], agent["failure_reason"]) == (
+        "exited", "exited with the run (Ctrl-C, or a signal)", None)
+    assert (data["verdict"], data["exit_code"]) == ("incomplete", 1)
+    assert data["reason"] == ("gym env start was interrupted (Ctrl-C, or a signal) after every server was ready, "
+                              "before any collection; it stopped its servers")
+    assert data["evidence"]["text"] == "Sending interrupt signals to servers..."
+    # the servers' logs read after Gym's report of the death: the same conclusions
+    logs = {p: p.read_bytes() for p in (tmp_path / "logs").glob("*.log")}
+    for p in logs:
+        p.write_bytes(b"")
+    session = RunSession.open(str(tmp_path), check_processes=False)
+    session.poll()
+    assert session.state.servers["env_agent"].state == "failed"      # all Gym's words say so far
+    for p, data_ in logs.items():
+        p.write_bytes(data_)
+    session.poll(final=True)
+    by_name = lambda servers: sorted(servers, key=lambda s: s["name"])    # noqa: E731
+    assert by_name(to_json(session.state)["servers"]) == by_name(data["servers"])
+    assert verdict(session.state).reason == data["reason"]

@@ -11,7 +11,7 @@ import re
 from typing import Optional
 
 from . import gymlines as gl
-from .model import K_AGENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
+from .model import FAILED, K_AGENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
     RunState, Server, Trial
 
 _PORT_RE = re.compile(r"https?://[^:/'\"\s]+:(\d+)")
@@ -142,10 +142,11 @@ def still_retrying(state: RunState, r: Retrying) -> bool:
 
 def died_serving(state: RunState) -> Optional[Server]:
     """The server Gym named dead (`Process X finished unexpectedly!`) after it had been ready:
-    it died while trials ran, and whatever failed after it follows from that."""
+    it died while trials ran, and whatever failed after it follows from that. Not one whose own
+    output shows it exited with the run (the reducer concluded exited: it did not die)."""
     name = state.parent.died_server
     s = state.servers.get(name) if name else None
-    return s if s is not None and s.became_ready else None
+    return s if s is not None and s.became_ready and s.state == FAILED else None
 
 
 def retries_to(state: RunState, target: Server) -> list[Evidence]:
