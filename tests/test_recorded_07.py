@@ -129,6 +129,18 @@ def test_gym_env_start_stopped_mid_collection_is_the_story_not_the_500_it_caused
     assert "ClientResponseError: 500" in rep["related"][0]["text"]
 
 
+def test_trials_failed_by_gyms_stop_trace_to_the_stop_not_to_an_agent_line(tmp_path):
+    """Their /runs were cut by the stop (answered 500 as the servers shut down): the stop explains
+    them, not whatever the agent printed last (nothing ties that to them)."""
+    rep, _ = json_report(as_recorded("g070_env_interrupted_mid_collection", tmp_path))
+    failed = [t for t in rep["trials"] if t["status"] == "failed"]
+    assert len(failed) == 2
+    for t in failed:
+        assert t["cause"]["text"] == "Sending interrupt signals to servers..."
+        assert [e["text"] for e in t["cause_chain"]][-1] == "Sending interrupt signals to servers..."
+        assert not any("uvicorn access logging" in e["text"] for e in t["cause_chain"])
+
+
 def gyms_death_report(run, name: str) -> int:
     """Append to gym env start's stderr the traceback Gym 0.7 ends with when its poll finds a server's
     process gone (`RuntimeError: Process `X` finished unexpectedly!`, as g070_agent_killed has it);
