@@ -11,7 +11,7 @@ import re
 from typing import Optional
 
 from . import gymlines as gl
-from .model import FAILED, K_AGENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
+from .model import FAILED, K_AGENT, K_ENVIRONMENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
     RunState, Server, Trial
 
 _PORT_RE = re.compile(r"https?://[^:/'\"\s]+:(\d+)")
@@ -274,6 +274,23 @@ def target_server(state: RunState, trial: Trial) -> Optional[Server]:
     """The server a failed trial's request went to: the port in its error's URL."""
     m = gl.URL_PORT_RE.search(trial.message)
     return server_for_port(state, int(m.group(1))) if m else None
+
+
+def failing_call(state: RunState, trial: Trial) -> Optional[tuple[str, Optional[Server]]]:
+    """The request whose failure failed the trial: its path, and the server it went to when known.
+    From the URL in the failure's message (its port names the server); else from Gym's `/run
+    failed` line naming the trial: the collector's /run, which goes to the agent up to Gym 0.6 and
+    to the environment server from 0.7 (the run's one such server; several: not known which)."""
+    m = gl.URL_PORT_RE.search(trial.message)
+    if m:
+        return m.group(2) or "/", server_for_port(state, int(m.group(1)))
+    named = trial.named_at or trial.evidence
+    if named is None or not gl.RUN_FAILED_RE.search(named.text):
+        return None
+    envs = [s for s in state.servers.values() if s.kind == K_ENVIRONMENT]
+    if envs:
+        return "/run", envs[0] if len(envs) == 1 else None
+    return "/run", agent_server(state, trial.agent)
 
 
 def cause_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Evidence]:
