@@ -107,6 +107,7 @@ class Server:
     process: Optional[dict] = None                         # psutil facts, when known
     orphaned: bool = False                                 # still running after gym env start ended
     first_run: Optional[Evidence] = None                   # its first `POST /run` (an agent's access log)
+    shut_down: Optional[Evidence] = None                   # its own clean shutdown began (uvicorn's `Shutting down`, ...)
     http_ok: Optional[bool] = None                         # last `GET /` probe (with --head)
     retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
 

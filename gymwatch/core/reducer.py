@@ -24,12 +24,13 @@ from .model import (
 from .markers import is_error_line
 from .servers import ServerTracker, fail, hold, lift, lock_phase, on_line, ready_by_gym_first, same_venv, set_state
 from .tail import decode
-from .verdict import collector_ended, parent_gave_up, timed_out_reason
+from .verdict import collector_ended, exited_with_run, parent_gave_up, timed_out_reason
 
 MAX_KEPT_MALFORMED = 200
 CANON_MAX = 4096            # distinct values rollout_items keeps one object of
 LEFT_STARTING = "not up when gym env start ended: nothing waits for it any more"
 STOPPED_STARTING = "stopped by Gym before it was ready"
+EXITED_WITH_RUN = "exited with the run (Ctrl-C, or a signal)"
 _POOL_SIGN, _ACCESS_OFF_SIGN = logscan.STEADY_KEYWORDS["VERSION_SIGNS"]   # Reducer._output_signs
 
 
@@ -85,7 +86,10 @@ class Reducer:
             env.kind = K_RESOURCES
         if p.died_server and p.died_server in st.servers:
             s = st.servers[p.died_server]
-            self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
+            if exited_with_run(st, s):
+                self._conclude(s, now, phase=EXITED_WITH_RUN, state=EXITED)
+            else:
+                self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
         if p.timeout is not None:
             for s in st.servers.values():
                 if not s.became_ready and s.state != FAILED:
