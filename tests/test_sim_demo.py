@@ -35,6 +35,9 @@ def test_demo_report_has_the_failed_and_never_ran_trials(demo):
     never = [t for t in rep["trials"] if t["status"] == "never_ran"]
     assert [(t["task_index"], t["rollout_index"]) for t in never] == [(4, 0), (4, 1)]
     assert all(t["withheld_reward"] == 0.0 and t["reward"] is None for t in never)
+    # the failed trial's traceback in the agent's output says nothing of them: their rows alone
+    assert [[e["file"] for e in t["cause_chain"]] for t in never] == [["rollouts.jsonl"]] * 2
+    assert all(t["cause"] is None for t in never) and rep["related"] == []
     failed = [t for t in rep["trials"] if t["status"] == "failed"]
     assert failed[0]["failure_class"] == "agent_run_error"
     assert failed[0]["evidence"]["file"] == "rollouts_failures.jsonl"

@@ -107,6 +107,7 @@ class Server:
     process: Optional[dict] = None                         # psutil facts, when known
     orphaned: bool = False                                 # still running after gym env start ended
     first_run: Optional[Evidence] = None                   # its first `POST /run` (an agent's access log)
+    shut_down: Optional[Evidence] = None                   # its own clean shutdown began (uvicorn's `Shutting down`, ...)
     http_ok: Optional[bool] = None                         # last `GET /` probe (with --head)
     retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
 
@@ -371,6 +372,15 @@ def parent_ended(state: RunState) -> bool:
 def parent_gave_up(state: RunState) -> bool:
     """gym env start ended (or gave up) before every server was ready."""
     return state.parent.all_ready is None and parent_ended(state)
+
+
+def exited_with_run(state: RunState, s: Server) -> bool:
+    """Its own output shows a clean uvicorn shutdown (`Shutting down`, ..., `Finished server
+    process`) on a stop Gym was making (it stopped its servers, or was interrupted). Ctrl-C reaches
+    gym env start and its servers at once: a server can be gone before Gym's next poll, which then
+    calls it dead (`Process X finished unexpectedly!`). It did not die: it exited with the run."""
+    p = state.parent
+    return s.shut_down is not None and (p.stopping is not None or p.interrupt is not None or p.finished is not None)
 
 
 def collector_ended(state: RunState) -> bool:

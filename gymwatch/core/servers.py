@@ -60,6 +60,7 @@ def _restart(server: Server, tracker: ServerTracker) -> None:
     server.ready_at = None
     server.silent_death = False
     server.reported_ready_by_gym = False
+    server.shut_down = None
     tracker.__init__()  # type: ignore[misc]
 
 
@@ -192,6 +193,7 @@ def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
         return      # tracebacks of a server that is shutting down say nothing about the run
     if gl.STOPPING_RE.search(text):
         tracker.stopping.add(ev.file)
+        server.shut_down = server.shut_down or ev
         tracker.in_block = False
         return
     marker = find_marker(text)

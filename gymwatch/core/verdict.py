@@ -12,8 +12,8 @@ from . import attribution
 from . import gymlines as gl
 from .model import (
     FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, Evidence, RunState, Server, collector_ended, parent_ended,
-    parent_gave_up,
+    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, Evidence, RunState, Server, collector_ended, exited_with_run,
+    parent_ended, parent_gave_up,
 )
 
 EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT = 0, 1, 2, 3
@@ -26,6 +26,24 @@ class Verdict:
     evidence: Optional[Evidence] = None
     related: list[Evidence] = field(default_factory=list)
     exit_code: int = EXIT_OK
+
+
+def stopped_not_dead(state: RunState) -> Optional[Server]:
+    """The server Gym called dead when it had exited with the run (exited_with_run), if any."""
+    p = state.parent
+    s = state.servers.get(p.died_server) if p.died_server else None
+    return s if s is not None and exited_with_run(state, s) else None
+
+
+def _own_traceback(state: RunState) -> Optional[Evidence]:
+    """gym env start's traceback, unless it is only Gym's report of a server that exited with the
+    run (the traceback ends with that `Process X finished unexpectedly!`)."""
+    p = state.parent
+    tb, died = p.traceback, p.died
+    if tb is not None and died is not None and tb.file == died.file and tb.line < died.line \
+            and stopped_not_dead(state) is not None:
+        return None
+    return tb
 
 
 def counts(state: RunState) -> dict[str, int]:
@@ -52,7 +70,7 @@ def verdict(state: RunState) -> Verdict:
         if state.parent.head_failed is not None and state.parent.all_ready is None:
             return _head_failed(state)
         failed = any(s.state == FAILED for s in state.servers.values())
-        if state.parent.interrupt is not None and not failed:
+        if (state.parent.interrupt is not None or stopped_not_dead(state) is not None) and not failed:
             return _interrupted_start(state)
         if parent_gave_up(state) or failed:
             return _startup_failed(state)
@@ -183,19 +201,23 @@ def starting_evidence(state: RunState) -> Optional[Evidence]:
 
 def _interrupted_start(state: RunState) -> Verdict:
     """gym env start was stopped by Ctrl-C (SIGINT) before any collection: the user's stop, not a
-    failure. Servers it was still waiting for were stopped wherever they were (installing, starting)."""
+    failure. Servers it was still waiting for were stopped wherever they were (installing, starting).
+    Without its bare `KeyboardInterrupt`, a server that exited with the run shows the stop."""
     p = state.parent
+    how = "(Ctrl-C, or SIGINT)" if p.interrupt is not None else "(Ctrl-C, or a signal)"
     if p.all_ready is not None:
-        why = "gym env start was interrupted (Ctrl-C, or SIGINT) after every server was ready, before any collection"
+        why = f"gym env start was interrupted {how} after every server was ready, before any collection"
     else:
         waiting = still_waiting(state)
-        why = "gym env start was interrupted (Ctrl-C, or SIGINT) before every server was ready"
+        why = f"gym env start was interrupted {how} before every server was ready"
         if waiting:
             why += f" (still waiting for {', '.join(waiting)})"
     if p.stopping is not None:
         why += "; it stopped its servers"
-    related = [e for e in (p.wait_line, p.stopping) if e is not None]
-    return Verdict(V_INCOMPLETE, why, p.interrupt, related, EXIT_TRIALS)
+    stopped = stopped_not_dead(state)
+    evidence = p.interrupt or p.stopping or (stopped.shut_down if stopped is not None else None)
+    related = _related([p.wait_line, p.stopping, p.died if stopped is not None else None], evidence)
+    return Verdict(V_INCOMPLETE, why, evidence, related, EXIT_TRIALS)
 
 
 def _no_agent_ran(state: RunState) -> Verdict:
@@ -321,7 +343,8 @@ def _stopped_while_collecting(state: RunState) -> bool:
     death named and no traceback of its own: it was stopped (Ctrl-C, a signal). Their open /runs
     then answer 500: an abort that nothing upstream explains (abort_cause) follows from the stop."""
     p = state.parent
-    return p.stopping is not None and p.died is None and p.traceback is None
+    return p.stopping is not None and (p.died is None or stopped_not_dead(state) is not None) \
+        and _own_traceback(state) is None
 
 
 def _aborted_after_a_death(state: RunState, dead: Server, ev: Optional[Evidence], related: list,

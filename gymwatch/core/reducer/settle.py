@@ -9,13 +9,14 @@ from typing import Optional
 from .. import gymlines as gl
 from ..model import (
     EXITED, FAILED, K_RESOURCES, K_UNKNOWN, READY, T_MISSING, T_PENDING, Evidence, RunState, Server, TrialKey,
-    collector_ended, parent_gave_up,
+    collector_ended, exited_with_run, parent_gave_up,
 )
 from ..servers import fail, hold, lift, set_state
 from .writer import Part
 
 LEFT_STARTING = "not up when gym env start ended: nothing waits for it any more"
 STOPPED_STARTING = "stopped by Gym before it was ready"
+EXITED_WITH_RUN = "exited with the run (Ctrl-C, or a signal)"
 
 
 class Settle(Part):
@@ -38,7 +39,10 @@ class Settle(Part):
             env.kind = K_RESOURCES
         if p.died_server and p.died_server in st.servers:
             s = st.servers[p.died_server]
-            self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
+            if exited_with_run(st, s):
+                self._conclude(s, now, phase=EXITED_WITH_RUN, state=EXITED)
+            else:
+                self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
         if p.timeout is not None:
             for s in st.servers.values():
                 if not s.became_ready and s.state != FAILED:
