@@ -28,6 +28,18 @@ def trial_from_row(key: TrialKey, status: str, facts: records.RowFacts, ev: Evid
                  agent=facts.agent, evidence=ev, source=source)
 
 
+def first_row(t: Trial, status: str, facts: records.RowFacts, ev: Evidence, source: int) -> None:
+    """The first row of a trial known only as expected (its input): what `observe_row` makes of
+    a trial no row and no collector line has named yet."""
+    never = status == T_NEVER_RAN
+    t.attempt_index, t.status, t.source, t.evidence, t.row_own = facts.attempt, status, source, ev, None
+    t.reward = facts.reward if status == T_COMPLETED else None
+    t.withheld_reward = facts.reward if never else None
+    t.failure_class, t.message, t.http_status = facts.failure_class, facts.message, facts.http_status
+    t.agent = facts.agent or t.agent
+    t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
+
+
 def observe_row(t: Trial, new: Attempt, facts: records.RowFacts) -> None:
     if t.source < SRC_FAILURE_ROW:
         _show(t, new, facts)

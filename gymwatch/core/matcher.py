@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .eolcount import line_end
-from .logscan import find, literals
+from .fast.scan import find, literals
 from .markers import MARKER_KEYWORDS, is_error_line
 
 

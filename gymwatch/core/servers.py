@@ -10,7 +10,7 @@ MAX_KEPT_ERRORS = 20
 INSTALLED = "installed"     # the phase after uv's `Installed N packages`
 UP_TO_DATE = "venv up to date"      # the phase after a warm venv's `Checked N packages`
 # Lines that continue an error block: indented traceback frames, uv's `cause:` lines, chained exceptions.
-_CHAINED = ("The above exception", "During handling of the above exception")
+_CHAINED = gl.CHAINED
 _CONTINUATION = ("  ", "\t") + _CHAINED
 
 

@@ -79,7 +79,7 @@ class Tailer:
         `max_bytes` bounds how much is read in this call (at least one chunk), so a caller that
         loops while `batch.more` holds only that much of a big file at a time. `blocks`: the lines
         come in `batch.blocks`, a few big byte strings instead of one object a line (the same
-        lines, numbered the same), for a reader that searches whole blocks (core/logscan.py).
+        lines, numbered the same), for a reader that searches whole blocks (core/fast/scan.py).
         `stop`: read no further than this offset (a line start: another reader has the rest).
         """
         batch = Batch()

@@ -120,8 +120,10 @@ def _rollout(row: _RolloutRow) -> Optional[RowFacts]:
     if response is not UNSET:
         usage = response.usage
         if usage is not UNSET:
-            inp = _either(usage.input_tokens, usage.prompt_tokens)
-            out = _either(usage.output_tokens, usage.completion_tokens)
+            a, b = usage.input_tokens, usage.prompt_tokens
+            inp = a if a is not UNSET else b if b is not UNSET else None
+            a, b = usage.output_tokens, usage.completion_tokens
+            out = a if a is not UNSET else b if b is not UNSET else None
         output = response.output
         if output is not UNSET and _raw_empty(output):
             # rule 1 holds: the rule itself decides, on the keys it reads (the output's value is
@@ -130,11 +132,6 @@ def _rollout(row: _RolloutRow) -> Optional[RowFacts]:
     ref = row.agent_ref
     agent = "" if ref is UNSET or ref.name is UNSET else ref.name
     return RowFacts(task, rollout, attempt, reward, inp, out, nr, agent)
-
-
-def _either(a: Union[int, UnsetType], b: Union[int, UnsetType]) -> Optional[int]:
-    """The first of two token counts that is there."""
-    return a if isinstance(a, int) else b if isinstance(b, int) else None
 
 
 def _input(row: _InputRow) -> Optional[RowFacts]:

@@ -48,6 +48,8 @@ class Rows(Part):
             t = trials.get(key)
             if t is None:
                 trials[key] = attempts.trial_from_row(key, status, facts, ev, source)
+            elif t.source < SRC_FAILURE_ROW and t.line is None:
+                attempts.first_row(t, status, facts, ev, source)
             else:
                 reward = facts.reward if source == SRC_ROW else None
                 attempts.observe_row(t, Attempt(facts.attempt, status, reward, facts.failure_class, facts.message,

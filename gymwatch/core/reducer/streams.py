@@ -6,10 +6,11 @@ core/reducer/servers.py unless that server is read from its own log."""
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional
 
-from .. import attempts, logscan, streamscan
+from .. import attempts, fast
 from .. import gymlines as gl
+from ..fast import scan
 from ..layout import BOTH, EVAL, VALIDATE
 from ..markers import is_error_line
 from ..model import (
@@ -18,7 +19,7 @@ from ..model import (
 from ..servers import lock_phase, same_venv, set_state
 from ..stamps import STAMP_START
 from ..tail import decode
-from .servers import ServerLines, _walk_block
+from .servers import ServerLines
 from .writer import Part, Writer, retrying
 
 
@@ -38,18 +39,16 @@ class StreamLines(Part):
             self._stream_piece(role, file, lineno, piece)
 
     def block(self, role: str, file: str, first: int, block: bytes) -> None:
-        """Lines `first`.. of a captured stream, whole (each ends with a newline, none holds a
-        \r), with the effect of giving each to `stream_line`: while no line-by-line state is
-        open, the lines up to the next that holds a keyword (core/streamscan.py), or a server's
-        line that may change something, are skipped in C."""
-        # (servers met in the block only make it read more lines one by one than it needs to)
-        pattern = streamscan.hot_pattern(self._quiet_servers())
-        _walk_block(block, first, lambda lineno: self._stream_steady(file, lineno),
-                    lambda pos: logscan.next_line(pattern, block, pos, len(block)),
-                    lambda lo, hi, lineno: self._quiet_lines(role, file, block, lo, hi, lineno),
-                    lambda lineno, text: self.line(role, file, lineno, text))
+        """Lines `first`.. of a captured stream (whole lines, each ending with a newline, none
+        holding a \r): as if each went to `line`."""
+        if fast.enabled("scan"):
+            scan.stream_block(self, role, file, first, block)
+            return
+        for lineno, raw in enumerate(block.split(b"\n")[:-1], first):
+            self.line(role, file, lineno, decode(raw))
 
-    def _stream_steady(self, file: str, lineno: int) -> bool:
+    # --- for the block search (core/fast/scan.py) -----------------------------------------------
+    def steady(self, file: str, lineno: int) -> bool:
         """No state that reads the next lines one by one is open: a banner's fields, the endpoint
         list, the line after `Examples left:`, the lines that go on a `gym` command's error."""
         c = self.state.collector
@@ -57,20 +56,22 @@ class StreamLines(Part):
                 and not (c.error is not None and c.traceback is None and c.error.file == file
                          and lineno == c.error.line + 1 + len(c.error_more)))
 
-    def _quiet_servers(self) -> frozenset[str]:
+    def quiet_servers(self) -> frozenset[str]:
         """Servers whose lines in a merged stream change nothing: known, and read from their own logs."""
         return frozenset(n for n in self.state.servers if gl.log_stem(n) in self.server_lines.own_logs)
 
-    def _quiet_lines(self, role: str, file: str, block: bytes, lo: int, hi: int, lineno: int) -> None:
-        """What block[lo:hi] (lines from `lineno` holding no keyword, or a quiet server's) does:
-        the stream was seen, its last line, its stamps (a server's line does none of it)."""
-        for at in streamscan.stamped_starts(block, lo, hi):
-            self.w.stamp(decode(block[at:block.index(b"\n", at)]))
-        if role == VALIDATE or not streamscan.any_unprefixed(block, lo, hi):
+    def quiet(self, role: str, file: str, stamps: list[str], unprefixed: bool,
+              last: Callable[[], Optional[tuple[int, str]]]) -> None:
+        """Lines holding no word of gymlines.PARENT's or COLLECTOR's steady entries, or a quiet
+        server's: their timestamps (`stamps`: the lines that may start with one); if any is Gym's
+        own (`unprefixed`), the stream was seen, and its last line is the last of those that holds
+        text (`last()`: its number and text)."""
+        for text in stamps:
+            self.w.stamp(text)
+        if role == VALIDATE or not unprefixed:
             return
-        last = streamscan.last_unprefixed_text(block, lo, hi)
-        ev = None if last is None else \
-            Evidence(file, lineno + block.count(b"\n", lo, last), decode(block[last:block.index(b"\n", last)]))
+        found = last()
+        ev = None if found is None else Evidence(file, found[0], found[1])
         if role != EVAL:
             p = self.state.parent
             p.started = True
@@ -244,7 +245,7 @@ class StreamLines(Part):
         if not self.endpoint_list:
             return False
         stripped = text.strip()
-        if stripped.startswith("- ") and "://" in stripped:
+        if stripped.startswith("- ") and gl.ENDPOINT_ITEM[0] in stripped:
             # `- <url> (from `key`)`; rich wraps long lines, so the key may be on the next line
             words = stripped[2:].split()
             key = re.search(r"\(from `([^`]+)`\)", stripped)
@@ -321,20 +322,19 @@ class StreamLines(Part):
         if gl.REQUEST_RETRY in text and retrying(c.retrying, text, ev):
             self.changes.run = True
         stripped = text.strip()
-        if stripped and not stripped.startswith("Collecting rollouts:") and not stripped.startswith("Reading rows:"):
+        if stripped and not stripped.startswith(gl.NOT_LAST_LINES):
             c.last_lines[ev.file] = ev
         if self.examples_next:
             self.examples_next = False
             m = gl.EXAMPLES_LEFT_RE.match(stripped)
             if m:
                 c.examples_left = int(m.group(2))
-        if stripped.endswith("Examples left:"):
+        if stripped.endswith(gl.EXAMPLES_LEFT):
             self.examples_next = True
         if gl.COLLECT_DONE_RE.search(text):
             c.finished = True
             self.changes.run = True
-        m = (_last(gl.PROGRESS_RE, text) if "Finished " in text else None) or \
-            (_last(gl.TQDM_RE, text) if "Collecting rollouts:" in text else None)
+        m = _last(gl.PROGRESS_RE, text) or _last(gl.TQDM_RE, text)
         if m:
             done = (int(m.group(1)), int(m.group(2)))
             if c.progress is None or done[0] >= c.progress[0]:      # stdout's and stderr's counts,
@@ -352,7 +352,7 @@ class StreamLines(Part):
         elif (c.traceback is None and c.error is not None and ev.file == c.error.file and stripped
               and ev.line == c.error.line + 1 + len(c.error_more)):
             c.error_more.append(stripped)
-        elif "[rollout_" in text:
+        elif gl.TRIAL_LINE in text:
             self._trial_line(text, ev)
         else:
             self._collector_signs(text, ev)
@@ -380,24 +380,25 @@ class StreamLines(Part):
 
     def _collector_signs(self, text: str, ev: Evidence) -> None:
         """Gym's health totals line, and features that bound the Gym version."""
-        if "Rollout health:" in text:
+        if gl.HEALTH_LINE in text:
             m = gl.HEALTH_LINE_RE.search(text)
             if m and not self.w.health_file_totals:
                 _, healthy, unhealthy, unobserved = (int(x) for x in m.groups())
                 self.state.health_totals = HealthTotals(healthy, unhealthy, unobserved, ev)
                 self.changes.run = True
             self.w.sign("health_check", ev)
-        elif "rollouts for `" in text and gl.FOUND_RE.search(text):
+        elif gl.FOUND_RE.search(text):
             self.w.sign("found_progress", ev)
-        elif text.startswith("route_failures_to_sidecar is on"):
+        elif text.startswith(gl.ROUTE_FAILURES):
             self.w.sign("route_failures", ev)
-        elif text.startswith("Per-task latency over"):
+        elif text.startswith(gl.TASK_LATENCY):
             self.w.sign("task_latency", ev)
 
 
 
 
-def _last(pattern, text: str):
+def _last(pattern: re.Pattern[str], text: str) -> Optional[re.Match[str]]:
+    """The last match of `pattern` in `text` (a tqdm line redraws its bar many times)."""
     m = None
     for m in pattern.finditer(text):
         pass

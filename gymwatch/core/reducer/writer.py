@@ -125,7 +125,11 @@ def retrying(records: dict[str, Retrying], text: str, ev: Evidence) -> bool:
     if m is None:
         return False
     url, error, retry, elapsed, failures = m.groups()
+    try:
+        seconds = float(elapsed)
+    except ValueError:           # `elapsed_s=1.2.3`: not Gym's (it prints a float)
+        return False
     old = records.get(url)
-    records[url] = Retrying(url, error, int(retry), float(elapsed), int(failures) if failures else None,
+    records[url] = Retrying(url, error, int(retry), seconds, int(failures) if failures else None,
                             old.first if old is not None else ev, ev)
     return True
