@@ -314,7 +314,7 @@ def test_debug_flag_shows_traceback_otherwise_one_line(tmp_path, monkeypatch):
             "sys.exit(main(sys.argv[1:]))\n")
     plain = subprocess.run([sys.executable, "-c", code, "report", str(tmp_path)], capture_output=True, text=True,
                            env=env, timeout=60)
-    assert plain.returncode == 3 and "Traceback" not in plain.stderr
+    assert plain.returncode == 70 and "Traceback" not in plain.stderr   # internal: not a verdict, not input
     assert plain.stderr.strip().count("\n") == 0 and "--debug" in plain.stderr
     debug = subprocess.run([sys.executable, "-c", code, "--debug", "report", str(tmp_path)], capture_output=True,
                            text=True, env=env, timeout=60)
