@@ -111,7 +111,7 @@ def run_error(state: RunState, v: Verdict) -> Optional[tuple[str, str, str]]:
     if v.name not in RUN_ERRORS:
         return None
     where = _where(v.evidence)
-    message = " ".join(clean(v.reason).split())[:MESSAGE_MAX] + (f" ({where})" if where else "")
+    message = " ".join(clean(v.reason).split()) + (f" ({where})" if where else "")     # whole: never cut
     body = [f"{HEADLINES.get(v.name, v.name)}: {v.reason}"]
     if v.evidence is not None:
         body.append(f"evidence: {v.evidence.where()}  {v.evidence.text.strip()}")

@@ -11,6 +11,7 @@ import re
 from typing import Optional
 
 from . import gymlines as gl
+from . import upstream
 from .model import K_AGENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
     RunState, Server, Trial
 
@@ -198,7 +199,7 @@ def abort_cause(state: RunState) -> tuple[Optional[Evidence], list[Evidence], st
     code = status.group(1) if status else "an error"
     why = f"the collector aborted: {target.name} answered {code} on {path or '/'}"
     if upstream:
-        why += f"; upstream {upstream[0].where()} shows `{_brief(upstream[0].text)}`"
+        why += f"; upstream, {said(state, upstream[0])} ({upstream[0].where()})"
     return first or err, related, why
 
 
@@ -220,10 +221,37 @@ def _upstream_errors(state: RunState, target: Server) -> list[Evidence]:
     return out
 
 
-def _brief(text: str, limit: int = 100) -> str:
-    _, body = gl.split_prefix(text)
-    body = " ".join(body.split())
-    return body if len(body) <= limit else body[: limit - 1] + "…"
+def said(state: RunState, ev: Evidence) -> str:
+    """What a cause line says, for a reason, whole: a failed request as who got what from whom and
+    the upstream's own error message (`policy_model got HTTP 500 from the model endpoint U: "stub
+    forced failure"`: from the retry line's `error_msg`, or the `Response content:` line after
+    Gym 0.7's `[upstream_request_failed]`); any other line quoted as it is."""
+    who, body = gl.split_prefix(ev.text)
+    who = who or _owner(state, ev)
+    body = body.strip()
+    answer = upstream.answer(body)
+    if answer is None:
+        answer = _answer_after(state, who, ev)
+    if answer is None:
+        return f"{who} logged `{body}`" if who else f"`{body}`"
+    url, status = upstream.request(body)
+    target = retry_target(state, who or "", url) if url else "its upstream"
+    return f"{who or 'a server'} got {f'HTTP {status}' if status else 'an error'} from {target}: " \
+           f"\"{upstream.message(answer)}\""
+
+
+def _owner(state: RunState, ev: Evidence) -> str:
+    """The server whose own log holds the line."""
+    return next((s.name for s in state.servers.values() if s.log_file == ev.file), "")
+
+
+def _answer_after(state: RunState, who: str, ev: Evidence) -> Optional[str]:
+    """The answer Gym 0.7 logs on the line after an `[upstream_request_failed]` line."""
+    s = state.servers.get(who)
+    for a in s.answers if s is not None else ():
+        if a.file == ev.file and a.line == ev.line + 1:
+            return upstream.answer(gl.split_prefix(a.text)[1])
+    return None
 
 
 def failure_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Evidence]:

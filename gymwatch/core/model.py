@@ -109,6 +109,9 @@ class Server:
     first_run: Optional[Evidence] = None                   # its first `POST /run` (an agent's access log)
     http_ok: Optional[bool] = None                         # last `GET /` probe (with --head)
     retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
+    # the `Response content: ...` line after each of its first `[upstream_request_failed]` lines (Gym
+    # 0.7): what the server it called answered (core/upstream.py)
+    answers: list[Evidence] = field(default_factory=list)
 
     @property
     def became_ready(self) -> bool:
@@ -211,6 +214,9 @@ class Collector:
     progress: Optional[tuple[int, int]] = None   # done, total
     examples_left: Optional[int] = None
     retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
+    # the `Response content: ...` line after each of its first `[upstream_request_failed]` lines (Gym
+    # 0.7): what the server it called answered (core/upstream.py)
+    answers: list[Evidence] = field(default_factory=list)
 
     @property
     def last_line(self) -> Optional[Evidence]:

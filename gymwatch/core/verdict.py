@@ -32,7 +32,7 @@ def timed_out_reason(state: RunState, s: Server) -> str:
     limit = f"Gym's {m.group(1)}s spin-up limit" if m else "Gym's spin-up limit"
     doing = s.phase if s.phase and s.phase not in ("failed", "ready") else (
         "starting" if s.last_line else "silent: no output of its own")
-    last = f"; its last line: {s.last_line.strip()[:120]}" if s.last_line.strip() else ""
+    last = f"; its last line: {s.last_line.strip()}" if s.last_line.strip() else ""
     return f"not ready within {limit}; it was {doing}{last}"
 
 
@@ -320,7 +320,7 @@ def _some_failed(state: RunState, c: dict[str, int]) -> Verdict:
     what, cause, own = _failures(state)
     why = f"{c[T_FAILED]} of {c[T_FAILED] + c[T_COMPLETED]} trials failed{what}; {c[T_COMPLETED]} completed"
     if cause is not None and cause not in own:
-        why += f"; the first failure traces to {cause.file}"
+        why += f"; the first failure traces to {cause.where()}: {attribution.said(state, cause)}"
     return Verdict(V_SOME_FAILED, why, cause or (own[0] if own else None), _related(own, cause), EXIT_TRIALS)
 
 
@@ -391,7 +391,7 @@ def _aborted_after_every_trial_failed(state: RunState, died: str) -> Verdict:
     what, cause, own = _failures(state)
     why = f"every one of the {len(state.trials)} trials failed{what}"
     if cause is not None and cause not in own:
-        why += f"; the first failure traces to {cause.where()}"
+        why += f"; the first failure traces to {cause.where()}: {attribution.said(state, cause)}"
     why += f"; then {died}"
     return Verdict(V_COLLECTION_ABORTED, why, cause or (own[0] if own else c.error or c.traceback),
                    _related([*own, c.error, c.traceback], cause), EXIT_RUN)
