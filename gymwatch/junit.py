@@ -31,7 +31,7 @@ from .core.model import (
 )
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
-from .report import HEADLINES, sorted_trials, to_text
+from .report import HEADLINES, said, sorted_trials, to_text
 
 # Characters XML 1.0 does not allow anywhere, even as character references.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -114,8 +114,8 @@ def run_error(state: RunState, v: Verdict) -> Optional[tuple[str, str, str]]:
     message = " ".join(clean(v.reason).split()) + (f" ({where})" if where else "")     # whole: never cut
     body = [f"{HEADLINES.get(v.name, v.name)}: {v.reason}"]
     if v.evidence is not None:
-        body.append(f"evidence: {v.evidence.where()}  {v.evidence.text.strip()}")
-    body += [f"related: {e.where()}  {e.text.strip()}" for e in v.related[:10]]
+        body.append(f"evidence: {v.evidence.where()}  {said(v.evidence)}".rstrip())
+    body += [f"related: {e.where()}  {said(e)}".rstrip() for e in v.related[:10]]
     for s in state.servers.values():
         if s.state == FAILED:
             body.append(f"server {s.name} failed: {s.failure_reason}" + (f" ({s.failure.where()})" if s.failure else ""))

@@ -167,10 +167,16 @@ def _fmt_reward(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def said(e: Evidence) -> str:
+    """What an evidence line shows: its text, else its note (a row has no text: the note says what
+    it is)."""
+    return e.text.strip() or e.note
+
+
 def _line(e: Optional[Evidence]) -> str:
     if e is None:
         return ""
-    text = clean(e.text.strip())
+    text = clean(said(e))
     return f"{e.where()}" + (f"  {_cut(text, 160)}" if text else "")
 
 
@@ -259,7 +265,7 @@ def _trials_text(state: RunState) -> list[str]:
             f" attempt {t.attempt_index}" if t.attempt_index is not None else "")
         what = t.status.replace("_", "-")
         if t.status == T_FAILED:
-            what += f" ({clean(t.failure_class)}{': ' + _cut(clean(t.message), 80) if t.message else ''})"
+            what += failure_words(t)
         if t.status == T_NEVER_RAN and t.withheld_reward is not None:
             what += f" (recorded reward {t.withheld_reward} withheld)"
         ev = t.evidence or attribution.trial_cause(state, t)
@@ -269,13 +275,21 @@ def _trials_text(state: RunState) -> list[str]:
     return out
 
 
+def failure_words(t: Trial) -> str:
+    """` (class, HTTP status: message)` of a failed trial, as much as it has; '' for none."""
+    head = ", ".join(x for x in (clean(t.failure_class), f"HTTP {t.http_status}" if t.http_status else "") if x)
+    message = _cut(clean(t.message), 80) if t.message else ""
+    words = head + (": " if head and message else "") + message
+    return f" ({words})" if words else ""
+
+
 def to_markdown(state: RunState, v: Optional[Verdict] = None) -> str:
     v = v or verdict(state)
     md = [f"# gymwatch report: {HEADLINES.get(v.name, v.name)}", "", f"**{_md(v.reason)}**", ""]
     if v.evidence:
-        md.append(f"- evidence: `{v.evidence.where()}` {_md(_cut(v.evidence.text.strip(), 160))}")
+        md.append(f"- evidence: `{v.evidence.where()}` {_md(_cut(said(v.evidence), 160))}".rstrip())
     for e in v.related[:6]:
-        md.append(f"- related: `{e.where()}` {_md(_cut(e.text.strip(), 160))}")
+        md.append(f"- related: `{e.where()}` {_md(_cut(said(e), 160))}".rstrip())
     md += ["", "| server | kind | state | port | errors | evidence |", "|---|---|---|---|---|---|"]
     for s in state.servers.values():
         ev = s.failure or s.ready_evidence

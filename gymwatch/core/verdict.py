@@ -78,6 +78,14 @@ def mean_reward(state: RunState) -> Optional[float]:
 
 
 def verdict(state: RunState) -> Verdict:
+    """The run's verdict; its related lines each once, none the evidence itself (by file and line:
+    the same line can be reached as two Evidence objects)."""
+    v = _verdict(state)
+    v.related = _related(v.related, v.evidence)
+    return v
+
+
+def _verdict(state: RunState) -> Verdict:
     c = counts(state)
     records = c[T_COMPLETED] + c[T_FAILED] + c[T_NEVER_RAN]
     if records and c[T_NEVER_RAN] == records and state.unattributed_records == 0 and collector_ended(state):
@@ -114,7 +122,7 @@ def verdict(state: RunState) -> Verdict:
         first = _first(state, T_NEVER_RAN)
         v = Verdict(V_SOME_NEVER_RAN, f"{c[T_NEVER_RAN]} of {records} trials never ran: the model was "
                     "never called, their 0.0 rewards are withheld",
-                    first.evidence if first else None, exit_code=EXIT_TRIALS)
+                    attribution.never_ran_row(first) if first else None, exit_code=EXIT_TRIALS)
         cause = attribution.never_ran_cause(state, first)
         if cause:
             v.related.append(cause)
@@ -334,7 +342,16 @@ def _failures(state: RunState) -> tuple[str, Optional[Evidence], list[Evidence]]
     what = f" ({', '.join(kinds)})" if kinds else ""
     cause = attribution.trial_cause(state, first) if first else None
     own = [e for e in ((first.named_at, first.evidence) if first else ()) if e is not None]
-    return what, cause, own
+    return what, cause, [_described(e, first) for e in own]
+
+
+def _described(e: Evidence, t) -> Evidence:
+    """A row as a verdict's line: a row's evidence has no text (rows are long); its note says what it is."""
+    if e.text or e.note:
+        return e
+    what = ", ".join(x for x in (t.failure_class, f"HTTP {t.http_status}" if t.http_status else "") if x)
+    return Evidence(e.file, e.line, "", f"the row of task {t.task_index} rollout {t.rollout_index}"
+                    + (f" ({what})" if what else ""))
 
 
 def _aborted(state: RunState) -> Verdict:
@@ -374,8 +391,15 @@ def _aborted_after_a_death(state: RunState, dead: Server, ev: Optional[Evidence]
 
 
 def _related(lines: Sequence[Optional[Evidence]], evidence: Optional[Evidence] = None) -> list[Evidence]:
-    """The lines beside a verdict's evidence: each once, in order, without the evidence itself."""
-    return [e for e in dict.fromkeys(lines) if e is not None and e is not evidence]
+    """The lines beside a verdict's evidence: each once (by file and line), in order, without the
+    evidence itself."""
+    seen = {(evidence.file, evidence.line)} if evidence is not None else set()
+    out = []
+    for e in lines:
+        if e is not None and (e.file, e.line) not in seen:
+            seen.add((e.file, e.line))
+            out.append(e)
+    return out
 
 
 def _all_failed(state: RunState) -> bool:
