@@ -138,6 +138,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
         "collector": {"started": c.started, "finished": c.finished, "alive": c.alive, "exit_code": c.exit_code,
                       "progress": list(c.progress) if c.progress else None,
                       "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line),
+                      "cut_row": _ev(c.cut_row),
                       "retrying": retrying_json(state, c.retrying)},
         "aggregate_metrics_written": state.aggregate_written,
         "gym_health": health_totals_json(state),

@@ -291,12 +291,13 @@ def cause_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Eviden
         # what ended the collector, in reading order (its traceback, then the error it ends
         # with); when that was an HTTP error from a server, where that server's answer came from
         c = state.collector
-        chain = [c.traceback, c.error]
+        chain = [c.traceback, c.error, cut_row(state)]    # a cut row: where the collector stopped
         if c.error is not None and gl.URL_PORT_RE.search(c.error.text):
             first, related, _ = abort_cause(state)
             chain += [first, *related]
         trouble = _trouble(state, memo)
-        chain += [trouble[1].last if trouble else None, cut_short_by(state), c.last_line]
+        cut = cut_row(state)
+        chain += [trouble[1].last if trouble else None, cut_short_by(state), c.last_line if cut is None else None]
     else:
         chain = [trial.evidence]
     chain.append(trial_cause(state, trial, memo))
@@ -339,9 +340,16 @@ def trial_cause(state: RunState, trial: Trial, memo: Memo = None) -> Optional[Ev
     if trial.status == T_MISSING:
         c = state.collector
         trouble = _trouble(state, memo)
-        return (c.error or (trouble[1].last if trouble else None) or cut_short_by(state) or c.last_line
-                or agent_log_evidence(state, trial.agent, memo))
+        return (c.error or cut_row(state) or (trouble[1].last if trouble else None) or cut_short_by(state)
+                or c.last_line or agent_log_evidence(state, trial.agent, memo))
     return None
+
+
+def cut_row(state: RunState) -> Optional[Evidence]:
+    """The rollouts file's last row, cut mid-line, of a collection that did not finish: the
+    collector died while writing it (killed, out of memory); the trials it never wrote are missing."""
+    c = state.collector
+    return c.cut_row if c.cut_row is not None and not c.finished and not state.aggregate_written else None
 
 
 def cut_short_by(state: RunState) -> Optional[Evidence]:

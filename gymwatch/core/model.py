@@ -214,9 +214,8 @@ class Collector:
     progress: Optional[tuple[int, int]] = None   # done, total
     examples_left: Optional[int] = None
     retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
-    # the `Response content: ...` line after each of its first `[upstream_request_failed]` lines (Gym
-    # 0.7): what the server it called answered (core/upstream.py)
-    answers: list[Evidence] = field(default_factory=list)
+    # the rollouts file's last line when it is no whole row (cut mid-row: the collector died writing it)
+    cut_row: Optional[Evidence] = None
 
     @property
     def last_line(self) -> Optional[Evidence]:

@@ -59,6 +59,7 @@ class Reducer:
         self._endpoint_list = False              # reading the endpoints listed under Gym's give-up line
         self.health_file_totals = False          # quality_summary.json read: it outranks the line
         self.access_sign_files: set[str] = set() # files whose first access-log line was seen
+        self.bad_rows: dict[str, int] = {}       # per rows file, its last line that was no row
         self._canon: tuple[dict, dict, dict] = ({}, {}, {})   # rollout_items' agent names, rewards, token counts
 
     def take_changes(self) -> Changes:
@@ -972,7 +973,16 @@ class Reducer:
             if not raw.strip():
                 return None   # a blank line is not a row
             self._malformed(file, lineno, str(exc))
+            self.bad_rows[file] = lineno
             return None
+
+    def cut_row(self, ev: Optional[Evidence]) -> None:
+        """The rollouts file's last line when it is no whole row (the session tells: a partial line
+        held back, or an unusable last line with no line end), else None."""
+        c = self.state.collector
+        if c.cut_row != ev:
+            c.cut_row = ev
+            self.changes.run = True
 
     def _key(self, facts: records.RowFacts, file: str, lineno: int) -> Optional[TrialKey]:
         if not self.state.collector.started:

@@ -21,7 +21,7 @@ import msgspec
 from . import eolcount, inputkeys, procs, rowsfork
 from .config import read_info
 from .layout import MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
-from .model import RunState
+from .model import Evidence, RunState
 from .reducer import Changes, Reducer
 from .tail import Tailer, read_head, read_head_stat
 from .verdict import parent_ended
@@ -203,6 +203,7 @@ class RunSession:
             finally:
                 if helper is not None:
                     helper.close()
+            self.reducer.cut_row(self._cut_row(lay.rollouts))
             if keys is not None and lay.materialized is not None:
                 reset |= self._keys_from(keys, lay.materialized, final)
             reset |= self._read(lay.failures, final, self.reducer.failure_row)
@@ -245,6 +246,20 @@ class RunSession:
             if deadline is not None and time.monotonic() >= deadline:
                 self.behind[rel] = (t.offset, self._size(path))
                 return False
+
+    def _cut_row(self, path: Path) -> Optional[Evidence]:
+        """The rollouts file's last line when it is no whole row: a partial line held back, or
+        (read to the end) an unusable line with no line end after it. Gym ends every row with one,
+        so either is a row cut short: once the collector has ended, it died writing it."""
+        t = self.tailers.get(path)
+        if t is None or not t.exists:
+            return None
+        rel = self._rels[path]
+        if t.held:
+            return Evidence(rel, t.lineno + 1, "", CUT_ROW)
+        if t.lineno and self.reducer.bad_rows.get(rel) == t.lineno and not _ends_a_line(path, t.offset):
+            return Evidence(rel, t.lineno, "", CUT_ROW)
+        return None
 
     def _keys_child(self, path: Optional[Path], final: bool) -> Optional[inputkeys.KeysChild]:
         """A child process reading a big materialized-inputs file's keys while this one reads the
@@ -498,6 +513,23 @@ def _stat_sig(path: Path) -> tuple:
         return (str(path), st.st_size, st.st_mtime_ns)
     except OSError:
         return (str(path), None, None)
+
+
+CUT_ROW = "the last row, cut mid-line (no line end after it)"
+
+
+def _ends_a_line(path: Path, offset: int) -> bool:
+    """The byte before `offset` ends a line (or cannot be read: then nothing is claimed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        return os.pread(fd, 1, offset - 1) in (b"\n", b"\r") if offset > 0 else True
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)      # Path.exists() says False

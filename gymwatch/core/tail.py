@@ -62,6 +62,11 @@ class Tailer:
         self.mtime: float | None = None    # the file's last write, as of the last read
         self._blocks = self._rows = False
 
+    @property
+    def held(self) -> bool:
+        """A partial last line is held back (no line end after it yet)."""
+        return bool(self._partial) or self._skipping
+
     def adopt(self, offset: int, lineno: int) -> None:
         """Another reader read the file up to `offset` (`lineno` whole lines): go on from there."""
         try:

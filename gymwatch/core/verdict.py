@@ -81,7 +81,8 @@ def verdict(state: RunState) -> Verdict:
     """The run's verdict; its related lines each once, none the evidence itself (by file and line:
     the same line can be reached as two Evidence objects)."""
     v = _verdict(state)
-    v.related = _related(v.related, v.evidence)
+    cut = attribution.cut_row(state) if v.name in (V_INCOMPLETE, V_COLLECTION_ABORTED) else None
+    v.related = _related([*v.related, cut], v.evidence)
     return v
 
 
@@ -434,8 +435,11 @@ def _incomplete(state: RunState) -> Verdict:
         ended = f" ({quiet})" if quiet else _exit_words(c.exit_code)
     why = (f"the collector ended without `Finished rollout collection!`{ended}; "
            f"{n} trials missing" if not c.finished else f"collection finished but {n} expected trials have no row")
-    related = [e for e in (c.last_line if shut else None, attribution.agent_log_evidence(state)) if e]
-    evidence = (c.error if c.interrupted else None) or shut or c.last_line or c.error
+    cut = attribution.cut_row(state)
+    if cut is not None and not c.interrupted:
+        why += f"; its last row ({cut.where()}) is cut mid-line: the collector died while writing it"
+    related = [e for e in (c.last_line if shut and cut is None else None, attribution.agent_log_evidence(state)) if e]
+    evidence = (c.error if c.interrupted else None) or cut or shut or c.last_line or c.error
     trouble = attribution.connection_trouble(state) if not c.finished else None
     if trouble is not None:      # what stalled it: the collection waited on a connection that never came
         why += f"; before that, {attribution.retry_words(state, *trouble)}"
