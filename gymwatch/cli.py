@@ -41,7 +41,7 @@ class Parser(argparse.ArgumentParser):
 def _report(args: argparse.Namespace) -> int:
     from .core.session import read_run
     from .core.verdict import verdict
-    from .report import malformed_summary, render, write_json
+    from .report import malformed_summary, render, unreadable_lines, write_json
 
     # The model lives until the process ends: keep the cyclic collector off its ~5 objects a
     # trial. Collections while the report is written walked them all (~0.07 s for 100k trials),
@@ -67,6 +67,8 @@ def _report(args: argparse.Namespace) -> int:
     else:
         text, code = render(session.state, args.format)
         sys.stdout.write(text)
+    for line in unreadable_lines(session.state):
+        print(f"gymwatch: {line}", file=sys.stderr)
     warning = malformed_summary(session.state)
     if warning:
         print(f"gymwatch: {warning}", file=sys.stderr)

@@ -13,7 +13,8 @@ from . import __version__
 from .core import attempts, attribution, gymversion, health
 from .core.model import (
     EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
-    V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, EndpointWait,
+    V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
+    EndpointWait,
     Evidence, GymHealth, Retrying, RunState, Server, Trial,
 )
 from .core.forkchild import fork_child
@@ -147,15 +148,21 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
         "malformed": {"count": state.malformed_count,
                       "lines": [{"file": m.file, "line": m.line, "reason": m.reason} for m in state.malformed]},
         "unattributed_records": state.unattributed_records,
-        "notes": state.notes,
+        "notes": notes(state),
+        "unreadable": [{"file": u.file, "reason": u.reason, "rows": u.rows} for u in state.unreadable.values()],
     }
+
+
+def notes(state: RunState) -> list[str]:
+    """What gymwatch did not read, and why: files it left out, files it could not read."""
+    return [*state.notes, *(u.words() for u in state.unreadable.values())]
 
 
 # --- text -------------------------------------------------------------------------------
 HEADLINES = {
     V_OK: "OK", V_SOME_FAILED: "SOME TRIALS FAILED", V_SOME_NEVER_RAN: "SOME TRIALS NEVER RAN", V_NO_AGENT_RAN: "NO AGENT RAN",
     V_COLLECTION_ABORTED: "COLLECTION ABORTED", V_STARTUP_FAILED: "STARTUP FAILED",
-    V_INCOMPLETE: "INCOMPLETE", V_STARTING: "STARTING", V_COLLECTING: "COLLECTING",
+    V_INCOMPLETE: "INCOMPLETE", V_STARTING: "STARTING", V_COLLECTING: "COLLECTING", V_UNREADABLE: "UNREADABLE",
 }
 
 
@@ -195,7 +202,7 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
         out.append(f"  see {_line(v.evidence)}")
     for e in v.related[:6]:
         out.append(f"  also {_line(e)}")
-    for note in state.notes:
+    for note in notes(state):
         out.append(f"  note: {clean(note)}")
     out.append("")
     out.extend(_servers_text(state))
@@ -229,6 +236,11 @@ def malformed_summary(state: RunState) -> str:
             f"{clean(m.reason)} (all listed in the report)")
 
 
+def unreadable_lines(state: RunState) -> list[str]:
+    """One line for stderr per file or directory of the run that could not be read."""
+    return [clean(u.words()) for u in state.unreadable.values()]
+
+
 def _servers_text(state: RunState) -> list[str]:
     if not state.servers:
         return ["servers: none seen yet"]
@@ -258,8 +270,10 @@ def _trials_text(state: RunState) -> list[str]:
     total = len(state.trials)
     parts = ", ".join(f"{c[k]} {k.replace('_', '-')}" for k in TRIAL_STATUSES if c[k])
     mr = mean_reward(state)
+    unread = [u.file for u in state.unreadable.values() if u.rows]
     out = [f"trials: {total}" + (f" ({parts})" if parts else "") +
-           (f"; mean reward {mr:.3f} over {c[T_COMPLETED]} completed" if mr is not None else "")]
+           (f"; mean reward {mr:.3f} over {c[T_COMPLETED]} completed" if mr is not None else "") +
+           (f"; unknown: {', '.join(unread)} could not be read" if unread else "")]
     problems = [t for t in sorted_trials(state) if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING)]
     for t in problems[:SHOW_TRIALS]:
         key = f"task {t.task_index} rollout {t.rollout_index}" + (

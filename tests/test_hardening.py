@@ -200,9 +200,11 @@ def test_file_without_read_permission(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "open", deny)
     state = read_run(str(tmp_path), check_processes=False).state
-    assert any(m.file == "rollouts.jsonl" and "Permission denied" in m.reason for m in state.malformed)
-    text, _ = render(state, "text")
-    assert "rollouts.jsonl:0  cannot read: Permission denied" in text
+    assert state.malformed_count == 0             # not an unusable line (it was `rollouts.jsonl:0`)
+    assert state.unreadable["rollouts.jsonl"].reason == "Permission denied"
+    text, code = render(state, "text")
+    assert code == 3 and text.startswith("UNREADABLE: cannot read rollouts.jsonl: Permission denied")
+    assert "rollouts.jsonl:0" not in text
 
 
 def test_symlink_loop(tmp_path):

@@ -18,7 +18,7 @@ from .layout import BOTH, EVAL, VALIDATE
 from .stamps import STAMP_START, line_stamp
 from .model import (
     EXITED, FAILED, INSTALLING, K_RESOURCES, K_UNKNOWN, PENDING, READY, STARTING, T_COMPLETED, T_FAILED, T_MISSING,
-    T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed, Retrying,
+    T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed, Retrying, Unreadable,
     RunInfo, RunState, Server, Trial, TrialKey,
 )
 from .markers import is_error_line
@@ -129,7 +129,10 @@ class Reducer:
             set_state(s, state or s.state, now, phase)
 
     def _settle_trials(self, ended: bool) -> set[TrialKey]:
+        """Expected trials without a row are missing once the collector has ended; not while a file
+        of rows could not be read (their rows may be in it)."""
         moved = set()
+        ended = ended and not any(u.rows for u in self.state.unreadable.values())
         for t in self.state.trials.values():
             if t.status == T_PENDING and ended and t.expected:
                 t.status = T_MISSING
@@ -1008,6 +1011,18 @@ class Reducer:
         if len(self.state.malformed) < MAX_KEPT_MALFORMED:
             self.state.malformed.append(Malformed(file, lineno, reason))
         self.changes.run = True
+
+    def unreadable(self, file: str, reason: str, rows: bool = False) -> None:
+        """A file (or a directory: `file` ends with `/`) that could not be read, and why."""
+        known = self.state.unreadable.get(file)
+        if known is None or known.reason != reason:
+            self.state.unreadable[file] = Unreadable(file, reason, rows)
+            self.changes.run = True
+
+    def readable(self, file: str) -> None:
+        """A file read after all (its permissions were fixed): no longer unreadable."""
+        if self.state.unreadable.pop(file, None) is not None:
+            self.changes.run = True
 
     def file_error(self, file: str, reason: str) -> None:
         for m in self.state.malformed:

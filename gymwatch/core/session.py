@@ -161,11 +161,20 @@ class RunSession:
             self.reducer.run_info(read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest))
 
     def server_logs(self) -> dict[str, Path]:
-        """The run's per-server logs now (a live run's logs/ dir may appear or grow)."""
+        """The run's per-server logs now (a live run's logs/ dir may appear or grow). A logs dir
+        that cannot be listed is said once (not a run without logs)."""
         lay = self.layout
         if lay.logs_dir is None and lay.kind != "launched" and self._is(lay.root / "logs", stat.S_ISDIR):
             lay.logs_dir = lay.root / "logs"
-        return lay.server_logs(self.listed)
+        logs = lay.server_logs(self.listed)
+        if not logs and lay.logs_dir is not None:
+            rel = lay.rel(lay.logs_dir).rstrip("/") + "/"
+            why = _unlistable(lay.logs_dir)
+            if why:
+                self.reducer.unreadable(rel, why)
+            else:
+                self.reducer.readable(rel)
+        return logs
 
     def run_streams(self) -> list[Stream]:
         """Gym's captured output found in the run now (a launched run's are in its manifest)."""
@@ -233,7 +242,10 @@ class RunSession:
             batch = t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows) if stop is None else \
                 t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows, stop=stop)
             if batch.error:
-                self.reducer.file_error(rel, f"cannot read: {batch.error}")
+                lay = self.layout
+                self.reducer.unreadable(rel, batch.error, rows=path in (lay.rollouts, lay.failures, lay.materialized))
+                return False
+            self.reducer.readable(rel)
             if batch.reset:
                 return True
             for lineno, raw in batch.blocks if blocks else batch.runs if rows else batch.lines:
@@ -391,8 +403,12 @@ class RunSession:
             return
         try:
             _whole_json(read_head(agg))
-        except (OSError, ValueError):
-            return   # absent, or still being written
+        except OSError as exc:
+            if exc.errno not in _ABSENT:
+                self.reducer.unreadable(self.layout.rel(agg), exc.strerror or str(exc))
+            return
+        except ValueError:
+            return   # still being written
         self.reducer.aggregate_done()
 
     def _health_summary(self, final: bool) -> None:
@@ -530,6 +546,15 @@ def _ends_a_line(path: Path, offset: int) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def _unlistable(d: Path) -> str:
+    """Why a directory cannot be listed ('' when it can, or is not there)."""
+    try:
+        with os.scandir(d):
+            return ""
+    except OSError as exc:
+        return "" if exc.errno in _ABSENT else (exc.strerror or str(exc))
 
 
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)      # Path.exists() says False

@@ -7,6 +7,7 @@ replaced (new inode, or smaller than what was already read); then it says so wit
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -107,7 +108,7 @@ class Tailer:
         try:
             st = os.fstat(fd)
             if not _is_regular(st.st_mode):
-                batch.error = "not a regular file"
+                batch.error = os.strerror(errno.EISDIR) if stat.S_ISDIR(st.st_mode) else "not a regular file"
                 return batch
             ident = (st.st_dev, st.st_ino)
             if self._ident is not None and (ident != self._ident or st.st_size < self.offset):

@@ -11,7 +11,7 @@ from . import attribution
 from . import gymlines as gl
 from .model import (
     FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, Evidence, RunState, Server,
+    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Unreadable,
 )
 
 EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT = 0, 1, 2, 3
@@ -83,10 +83,16 @@ def verdict(state: RunState) -> Verdict:
     v = _verdict(state)
     cut = attribution.cut_row(state) if v.name in (V_INCOMPLETE, V_COLLECTION_ABORTED) else None
     v.related = _related([*v.related, cut], v.evidence)
+    unread = [u for u in state.unreadable.values() if not u.rows]
+    if unread and v.name != V_UNREADABLE:     # what the conclusion was drawn without
+        v.reason += "; not read: " + "; ".join(u.words() for u in unread)
     return v
 
 
 def _verdict(state: RunState) -> Verdict:
+    rows = [u for u in state.unreadable.values() if u.rows]
+    if rows:
+        return _rows_unreadable(state, rows)
     c = counts(state)
     records = c[T_COMPLETED] + c[T_FAILED] + c[T_NEVER_RAN]
     if records and c[T_NEVER_RAN] == records and state.unattributed_records == 0 and collector_ended(state):
@@ -131,6 +137,18 @@ def _verdict(state: RunState) -> Verdict:
     if c[T_FAILED]:
         return _some_failed(state, c)
     return Verdict(V_OK, f"{c[T_COMPLETED]} trials completed", None, exit_code=EXIT_OK)
+
+
+def _rows_unreadable(state: RunState, rows: list[Unreadable]) -> Verdict:
+    """A file of the run's rows could not be read: its trials are neither completed nor missing,
+    they are unknown; the report says so with the unreadable-input exit code."""
+    why = "; ".join(u.words() for u in rows) + ": what the run's trials did is unknown"
+    if state.expected_total is not None:
+        why += f" ({state.expected_total} expected)"
+    others = [u for u in state.unreadable.values() if not u.rows]
+    if others:
+        why += "; not read either: " + "; ".join(u.words() for u in others)
+    return Verdict(V_UNREADABLE, why, None, [], EXIT_INPUT)
 
 
 def _collecting(state: RunState, records: int) -> Verdict:
