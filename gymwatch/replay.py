@@ -110,7 +110,7 @@ class Replayer:
     def __init__(self, src: Path | str, dst: Path | str, steps: Optional[list[Step]] = None):
         self.src, self.dst = Path(src), Path(dst)
         if not self.src.is_dir():
-            raise ReplayError(f"{src}: not a directory")
+            raise ReplayError(f"{src}: {'not a directory' if self.src.exists() else 'no such file or directory'}")
         check_empty(self.dst)
         self.steps = steps if steps is not None else load_timeline(self.src)
         self.pos = 0
@@ -180,8 +180,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     if args.speed <= 0:
-        print("gymwatch: --speed must be > 0", file=sys.stderr)
-        return 3
+        from .cli import UsageError
+
+        raise UsageError(f"replay: --speed must be > 0 (got {args.speed:g})")
     try:
         rp = Replayer(args.src, args.dst)
     except (ReplayError, OSError, ValueError, KeyError) as exc:

@@ -631,7 +631,7 @@ def test_cli_text_over_fixtures(capsys, monkeypatch):
 
 def test_cli_rejects_a_missing_root(tmp_path, capsys):
     assert main(["browse", str(tmp_path / "nope"), "--format", "text"]) == 3
-    assert "not a directory" in capsys.readouterr().err
+    assert "nope: no such file or directory" in capsys.readouterr().err
 
 
 async def wait_scanned(pilot, app):
