@@ -1123,3 +1123,13 @@ async def test_a_filter_that_matches_nothing_says_so_and_how_to_clear_it(tmp_pat
         await pilot.pause()
         said = str(empty.render())
         assert empty.display and "no run matches `mixed`" in said and "startup_failed" in said, said
+
+
+async def test_a_root_without_runs_says_so(tmp_path):
+    (tmp_path / "empty").mkdir()
+    app = BrowseApp(BrowseState([str(tmp_path / "empty")]))
+    async with app.run_test(size=(100, 20)) as pilot:
+        await wait_scanned(pilot, app)
+        await pilot.pause()
+        empty = app.screen.query_one("#browse-empty")
+        assert empty.display and "no run found under" in str(empty.render()) and "r rescans" in str(empty.render())
