@@ -444,3 +444,16 @@ def _launched(d: Path, ls: Listings) -> RunLayout:
     if layout.rollouts is None:
         layout.rollouts = _find_rollouts(d, ls)
     return layout
+
+
+def replay_speed(root: Path) -> Optional[float]:
+    """The speed a replay writes `root` at (1.0 when its marker names none); None when `root` is
+    not a replay's."""
+    try:
+        marker = json.loads((root / REPLAY_MARKER).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return 1.0
+    speed = marker.get("speed") if isinstance(marker, dict) else None
+    return float(speed) if isinstance(speed, (int, float)) and 0 < speed < float("inf") else 1.0

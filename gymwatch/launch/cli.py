@@ -61,7 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Launch a simulated NeMo Gym 0.4.0 (gymwatch/sim) through the same launcher as `gymwatch run` "
                     "and watch it: mcqa builds its venv on a cold cache (~25 s), 12 trials finish over about a "
                     "minute, one fails (a row in rollouts_failures.jsonl) and two never run (empty output, zero "
-                    "usage, reward 0.0). The run is stopped when the screen closes (unless --keep).")
+                    "usage, reward 0.0). Each server's output is also in its own log (RUN_DIR/logs, Gym's "
+                    "+nemo_gym_log_dir). The run is stopped when the screen closes (unless --keep).")
     _common_watch(demo)
     demo.add_argument("--fast", action="store_true", help="compress time: the whole run takes a few seconds")
     demo.add_argument("--keep", action="store_true", help="leave the simulated servers running at the end")
