@@ -227,7 +227,8 @@ def test_captured_output_read_in_blocks_gives_the_model_read_by_lines(role, line
 # summary and its own start, starting, ready, in an error block, shutting down.
 STARTS = [[], START[:3], START[:5], START[:5] + ["(srv) some line of its own"], START,
           START + ["(srv) Traceback (most recent call last):", '(srv)   File "x.py", line 1, in f'],
-          START + ["(srv) INFO:     Shutting down"]]
+          START + ["(srv) INFO:     Shutting down"],
+          START + ["(srv) [upstream_request_failed] server=m method=POST url=http://x/v1/responses status=500"]]
 
 
 @pytest.mark.parametrize("name", sorted(gl.SERVER.gates))

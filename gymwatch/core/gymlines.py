@@ -254,6 +254,9 @@ SERVER.also("EXC_LINE_RE", EXC_LINE_RE, COLLECTOR, steady=False)
 # The last line of a traceback a shutdown prints (an interrupt, a cancelled task, an exit).
 SHUTDOWN_EXC_RE = SERVER.pattern("SHUTDOWN_EXC_RE", r"^(?:[\w.]+\.)?(?:KeyboardInterrupt|CancelledError|SystemExit)\b(?::.*)?$",
                                  ("KeyboardInterrupt", "CancelledError", "SystemExit"), steady=False)
+# The answer an upstream gave, on the line after Gym 0.7's `[upstream_request_failed]` (a failure
+# marker: its error block is read line by line; core/upstream.py reads the answer).
+UPSTREAM_ANSWER = SERVER.words("UPSTREAM_ANSWER", "Response content:", steady=False)
 RUN_500_RE = re.compile(r"\"POST /run HTTP/[\d.]+\" 5\d\d")
 # An agent's access log (Gym 0.4-0.5): its first `/run` is kept (once a server).
 RUN_ACCESS_RE = SERVER.pattern("RUN_ACCESS_RE", r"\"POST /run HTTP/[\d.]+\" \d{3}", ('"POST /run HTTP/',), once=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .. import records
-from ..model import RunInfo, RunState, Server
+from ..model import Evidence, RunInfo, RunState, Server
 from .facts import Facts
 from .rows import Rows
 from .servers import ServerLines
@@ -58,8 +58,25 @@ class Reducer:
         self.w.lines_read(file, n)
 
     def file_error(self, file: str, reason: str) -> None:
-        """A file of the run could not be read."""
+        """A file of the run could not be used whole (its reason: once)."""
         self.w.file_error(file, reason)
+
+    def unreadable(self, file: str, reason: str, rows: bool = False) -> None:
+        """A file (or a directory: `file` ends with `/`) that could not be read, and why; `rows`:
+        it holds the run's rows."""
+        self._facts.unreadable(file, reason, rows)
+
+    def readable(self, file: str) -> None:
+        """A file read after all: no longer unreadable."""
+        self._facts.readable(file)
+
+    def last_bad_row(self, file: str) -> Optional[int]:
+        """The last line of a rows file that was no row, if any."""
+        return self.w.bad_rows.get(file)
+
+    def cut_row(self, ev: Optional[Evidence]) -> None:
+        """The rollouts file's last line when it is no whole row (cut mid-row), else None."""
+        self._rows.cut_row(ev)
 
     def server_log_line(self, name: str, file: str, lineno: int, text: str) -> None:
         """A line of `<logs>/<name>.log`."""

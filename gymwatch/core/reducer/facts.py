@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import gymlines as gl
-from ..model import FAILED, READY, RunInfo
+from ..model import FAILED, READY, RunInfo, Unreadable
 from ..servers import set_state
 from .writer import Part
 
@@ -22,6 +22,18 @@ class Facts(Part):
         """A file gymwatch did not read, and why."""
         if text not in self.state.notes:
             self.state.notes.append(text)
+            self.changes.run = True
+
+    def unreadable(self, file: str, reason: str, rows: bool = False) -> None:
+        """A file (or a directory: `file` ends with `/`) that could not be read, and why."""
+        known = self.state.unreadable.get(file)
+        if known is None or known.reason != reason:
+            self.state.unreadable[file] = Unreadable(file, reason, rows)
+            self.changes.run = True
+
+    def readable(self, file: str) -> None:
+        """A file read after all (its permissions were fixed): no longer unreadable."""
+        if self.state.unreadable.pop(file, None) is not None:
             self.changes.run = True
 
     def read_progress(self, behind: bool, now: Optional[float]) -> None:

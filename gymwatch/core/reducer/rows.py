@@ -101,6 +101,15 @@ class Rows(Part):
     def _not_a_row(self, file: str, lineno: int, bad: Optional[BadLine]) -> None:
         if bad is not None:          # (None: a blank line, which is no row)
             self.w.malformed(file, lineno, str(bad))
+            self.w.bad_rows[file] = lineno
+
+    def cut_row(self, ev: Optional[Evidence]) -> None:
+        """The rollouts file's last line when it is no whole row (the session tells: a partial line
+        held back, or an unusable last line with no line end), else None."""
+        c = self.state.collector
+        if c.cut_row != ev:
+            c.cut_row = ev
+            self.changes.run = True
 
     def verdict_row(self, file: str, lineno: int, raw: bytes) -> None:
         """A line of Gym's rollout_verdicts.jsonl: Gym's health verdict on one rollout."""

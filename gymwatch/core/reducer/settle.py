@@ -85,7 +85,10 @@ class Settle(Part):
             set_state(s, state or s.state, now, phase)
 
     def _settle_trials(self, ended: bool) -> set[TrialKey]:
+        """Expected trials without a row are missing once the collector has ended; not while a file
+        of rows could not be read (their rows may be in it)."""
         moved = set()
+        ended = ended and not any(u.rows for u in self.state.unreadable.values())
         for t in self.state.trials.values():
             if t.status == T_PENDING and ended and t.expected:
                 t.status = T_MISSING
@@ -130,5 +133,5 @@ def timed_out_reason(state: RunState, s: Server) -> str:
     limit = f"Gym's {m.group(1)}s spin-up limit" if m else "Gym's spin-up limit"
     doing = s.phase if s.phase and s.phase not in ("failed", "ready") else (
         "starting" if s.last_line else "silent: no output of its own")
-    last = f"; its last line: {s.last_line.strip()[:120]}" if s.last_line.strip() else ""
+    last = f"; its last line: {s.last_line.strip()}" if s.last_line.strip() else ""
     return f"not ready within {limit}; it was {doing}{last}"
