@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from typing import Callable
@@ -39,21 +38,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def _report(args: argparse.Namespace) -> int:
+    from .core import fast
     from .core.session import read_run
     from .core.verdict import verdict
     from .report import malformed_summary, render, unreadable_lines, write_json
 
-    # The model lives until the process ends: keep the cyclic collector off its ~5 objects a
-    # trial. Collections while the report is written walked them all (~0.07 s for 100k trials),
-    # and so did the collection at exit (~0.3 s: the session and its reducer refer to each other).
-    # Off until frozen: read_run turns it back on as it found it, and the first allocation after
-    # would walk the whole young generation, every object read (~0.1 s).
-    gc.disable()
-    try:
+    with fast.bulk_load(keep=True):       # the model lives until the process ends
         session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
-        gc.freeze()
-    finally:
-        gc.enable()
     if args.format in ("json", "junit"):
         v = verdict(session.state)
         code = v.exit_code

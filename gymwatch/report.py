@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import errno
-import os
-import signal
-from typing import Any, Callable, Iterator, Optional, TextIO
+from typing import Any, Iterator, Optional, TextIO
 
 from pydantic_core import to_json as to_json_bytes
 
@@ -17,8 +14,6 @@ from .core.model import (
     EndpointWait,
     Evidence, GymHealth, Retrying, RunState, Server, Trial,
 )
-from .core.forkchild import fork_child
-from .core.procs import usable_cpus
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
 
@@ -356,83 +351,10 @@ def _json_trials(state: RunState, trials: list[Trial], lo: int, hi: int) -> Iter
         yield ("," if i else "") + "\n    " + ",\n    ".join(rows)
 
 
-SPLIT_MIN = 20_000   # trials worth a second process for the JSON report (its fork: ~10 ms)
-
-
 def write_json(state: RunState, v: Verdict, out: TextIO) -> None:
-    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text. Only for a
-    process that does nothing else (`gymwatch report`: no threads, the model frozen): with many
-    trials and a second core, a forked child writes the back half of the trials into an
-    in-memory file while this process writes the rest, then it is copied out (writing the
-    trials was ~0.35 s of a 100k-trial report). If the child fails in any way, its half is
-    written here."""
-    trials = sorted_trials(state)
-    head = _json_head(state, v)    # before the fork: after it, a pass over every trial faults on
-    n = len(trials)                # each page of them (copy-on-write of the reference counts)
-    cut = n * 17 // 32             # the child's half costs more: it faults on those pages first
-    child = _fork_writer(state, trials, cut, n, out) if n >= SPLIT_MIN else None
-    try:
-        out.write(head)
-        for piece in _json_trials(state, trials, 0, cut if child else n):
-            out.write(piece)
-        if child is not None:
-            pid, fd = child
-            child = None
-            _copy_back(pid, fd, out, lambda: _json_trials(state, trials, cut, n))
-        out.write(JSON_TAIL)
-    finally:
-        if child is not None:      # stopped before its half was wanted (the reader went away)
-            os.kill(child[0], signal.SIGKILL)
-            os.waitpid(child[0], 0)
-            os.close(child[1])
-
-
-def _fork_writer(state: RunState, trials: list[Trial], lo: int, hi: int,
-                 out: TextIO) -> Optional[tuple[int, int]]:
-    """(pid, fd of the in-memory file) of a forked child writing trials[lo:hi]'s text, encoded
-    as `out` encodes it; None where that cannot be."""
-    if not hasattr(os, "fork") or not hasattr(os, "memfd_create") or usable_cpus() < 2:
-        return None
-    try:
-        out.fileno()
-        fd = os.memfd_create("gymwatch-report", os.MFD_CLOEXEC)
-    except (AttributeError, OSError, ValueError):     # io.UnsupportedOperation is both
-        return None
-    out.flush()
-
-    def work() -> None:
-        with open(fd, "w", encoding=out.encoding, errors=out.errors, closefd=False) as fh:
-            for piece in _json_trials(state, trials, lo, hi):
-                fh.write(piece)
-    try:
-        return fork_child(work), fd
-    except OSError:
-        os.close(fd)
-        return None
-
-
-def _copy_back(pid: int, fd: int, out: TextIO, again: Callable[[], Iterator[str]]) -> None:
-    """The child's text after what `out` has: copied in the kernel (sendfile) when it can be,
-    else read and written; written again here if the child failed."""
-    try:
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
-            for piece in again():
-                out.write(piece)
-            return
-        out.flush()
-        size, dst, done = os.fstat(fd).st_size, out.fileno(), 0
-        try:
-            while done < size:
-                done += os.sendfile(dst, fd, done, size - done)
-        except OSError as exc:
-            if done or exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-                raise
-            with open(fd, "rb", closefd=False) as fh:
-                while chunk := fh.read(1 << 20):
-                    out.buffer.write(chunk)
-    finally:
-        os.close(fd)
+    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text, a piece at a time."""
+    for piece in iter_json(state, v):
+        out.write(piece)
 
 
 class _PlainTrials:

@@ -427,7 +427,7 @@ def test_a_warm_listing_split_with_a_forked_child_sees_what_changed(tmp_path, mo
     alone = list_runs([root], SummaryCache(enabled=False), jobs=1)
     assert alone != first
     monkeypatch.setattr(fresh, "SPLIT_MIN", 2)
-    forks = record_made(monkeypatch, fresh, "fork_child")
+    forks = record_made(monkeypatch, fresh.fork, "Child")
     if child == "dies":
         parent, real = os.getpid(), SummaryCache.matches
 

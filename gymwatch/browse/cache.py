@@ -20,7 +20,7 @@ from typing import Any, Optional
 import msgspec
 
 from .. import __version__
-from ..core.session import bulk_load
+from ..core.fast import bulk_load
 from .scan import Known
 
 VERSION = f"5:{__version__}"     # summaries depend on the reducer: a new gymwatch rereads

@@ -7,13 +7,11 @@ split with a forked child, which answers one byte a run (its signature matched, 
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
-from ..core.forkchild import fork_child
+from ..core.fast import fork
 from .cache import SummaryCache
 from .scan import Found, signature
-from .workers import can_fork
 
 # Cached runs below which one process is as quick (a fork and its answer cost ~2-3 ms).
 SPLIT_MIN = 256
@@ -32,7 +30,7 @@ def check(found: list[Found], paths: list[str], cache: SummaryCache, sign_new_be
         (known if cache.knows(p) else new).append(i)
     theirs: list[int] = []
     child = None
-    if len(known) >= SPLIT_MIN and can_fork():
+    if len(known) >= SPLIT_MIN and fork.can_fork("fork:fresh"):
         child = _fork_matches(found, paths, cache, known[1::2])
         if child is not None:
             known, theirs = known[::2], known[1::2]
@@ -54,36 +52,16 @@ def check(found: list[Found], paths: list[str], cache: SummaryCache, sign_new_be
 
 
 def _fork_matches(found: list[Found], paths: list[str], cache: SummaryCache, runs: list[int]
-                  ) -> Optional[tuple[int, int]]:
-    """(pid, read end) of a child that writes, per run of `runs`, b"\\1" when its signature matches
-    its cached one, else b"\\0"; None when it cannot fork."""
-    r, w = os.pipe()
-
-    def work() -> None:
-        os.close(r)
-        out = bytes(cache.matches(paths[i], signature(found[i])) for i in runs)
-        view = memoryview(out)
-        while view:
-            view = view[os.write(w, view):]
+                  ) -> Optional[fork.Child]:
+    """A child that answers, per run of `runs`, b"\\1" when its signature matches its cached one,
+    else b"\\0"; None when it cannot fork."""
     try:
-        pid = fork_child(work)
+        return fork.Child(lambda: bytes(cache.matches(paths[i], signature(found[i])) for i in runs))
     except OSError:
-        os.close(r)
-        os.close(w)
         return None
-    os.close(w)
-    return pid, r
 
 
-def _answer(child: tuple[int, int], count: int) -> Optional[list[bool]]:
+def _answer(child: fork.Child, count: int) -> Optional[list[bool]]:
     """The child's answer; None when it died before answering in full."""
-    pid, r = child
-    parts = []
-    try:
-        while chunk := os.read(r, 1 << 16):
-            parts.append(chunk)
-    finally:
-        os.close(r)
-        os.waitpid(pid, 0)
-    data = b"".join(parts)
-    return [b == 1 for b in data] if len(data) == count else None
+    data = child.answer()
+    return [b == 1 for b in data] if data is not None and len(data) == count else None

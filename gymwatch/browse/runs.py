@@ -6,7 +6,7 @@ import os
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from ..core.procs import usable_cpus
-from ..core.session import bulk_load
+from ..core.fast import bulk_load
 from . import fresh, workers
 from .cache import SummaryCache
 from .procscan import ProcessSweep

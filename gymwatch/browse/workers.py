@@ -19,13 +19,12 @@ import signal
 import struct
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import msgspec
 
-from ..core.forkchild import fork_child
+from ..core.fast.fork import fork_child, forkable
 from ..core.layout import NotARun, discover
 from .procscan import ProcessSweep
 from .scan import Found, discover_found, found_at, listings, signature
@@ -270,9 +269,9 @@ def _decoded(data: bytes, i: int) -> Answer:
 
 
 def can_fork() -> bool:
-    """A process with no thread but this one may fork workers (a forked child of a threaded one
-    may inherit a lock another thread held: the browse screen's listing uses WorkerPool)."""
-    return hasattr(os, "fork") and threading.active_count() == 1
+    """A process with no thread but this one may fork workers (core/fast/fork.py; the browse
+    screen's listing, made by a thread, uses WorkerPool)."""
+    return forkable()
 
 
 def main(argv: list[str]) -> int:

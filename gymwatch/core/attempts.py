@@ -14,18 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import records
-from .model import SRC_FAILURE_ROW, SRC_LINE, T_COMPLETED, T_FAILED, T_NEVER_RAN, Attempt, Evidence, Trial, TrialKey
-
-
-def trial_from_row(key: TrialKey, status: str, facts: records.RowFacts, ev: Evidence, source: int) -> Trial:
-    """A trial first met in a row: what `observe_row` makes of a trial with nothing before it."""
-    never = status == T_NEVER_RAN
-    return Trial(key[0], key[1], attempt_index=facts.attempt, status=status,
-                 reward=facts.reward if status == T_COMPLETED else None,
-                 withheld_reward=facts.reward if never else None,
-                 input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
-                 failure_class=facts.failure_class, message=facts.message, http_status=facts.http_status,
-                 agent=facts.agent, evidence=ev, source=source)
+from .model import SRC_FAILURE_ROW, SRC_LINE, T_COMPLETED, T_FAILED, T_NEVER_RAN, Attempt, Evidence, Trial
 
 
 def first_row(t: Trial, status: str, facts: records.RowFacts, ev: Evidence, source: int) -> None:

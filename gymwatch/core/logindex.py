@@ -32,7 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
-from . import eolcount
+from . import eolcount, fast
 from .eolcount import CHUNK, EolScan
 from .matcher import Matcher
 from .procs import usable_cpus
@@ -152,7 +152,7 @@ class LogIndex:
         holds the GIL: in this process it would slow the screen, which may be parsing the same
         log), then take their blocks in order. Whatever a child fails to do, this thread does."""
         size, begin = self._size, self._scan.end
-        if not (self._split_ok and sys.executable and _cores() > 1) or size - begin < SPLIT_MIN \
+        if not (self._split_ok and sys.executable and _cores() > 1 and fast.enabled("fork:index")) or size - begin < SPLIT_MIN \
                 or self._fd is None:
             return
         mid = eolcount.line_start_after(self._fd, begin + (size - begin) // 2, 1 << 20)

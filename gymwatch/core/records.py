@@ -31,8 +31,9 @@ MESSAGE_KEYS = ("_ng_failure_message", "_ng_failure_reason", "_ng_failure_error"
                 "infrastructure_error", "failure_reason", "message")
 
 
-class RowFacts(Struct, gc=False):
-    """What the model takes from one row (a msgspec Struct: a big run makes one a row)."""
+class RowFacts(Struct, gc=False, array_like=True):
+    """What the model takes from one row (a msgspec Struct: a big run makes one a row; encoded as
+    an array when a forked child sends it, core/fast/fork.py)."""
 
     task: Optional[int] = None
     rollout: Optional[int] = None

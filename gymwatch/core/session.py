@@ -7,18 +7,17 @@ every watchfiles event and on a periodic tick. Same path, same model.
 from __future__ import annotations
 
 import errno
-import gc
 import json
 import os
 import stat
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 import msgspec
 
-from . import eolcount, inputkeys, procs, rowsfork
+from . import eolcount, fast, procs, records
+from .fast import fork
 from .config import read_info
 from .layout import MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
 from .model import Evidence, RunState, parent_ended
@@ -30,9 +29,9 @@ READ_BUDGET = 8 << 20      # bytes of one file read per slice
 LIVE_SLICE = 1 << 20       # ... when a poll has a time budget (~0.1 s of a server log's lines)
 SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the run has
 ROWS_LOOK_EVERY = 0.2       # ... while the collector runs and no rollouts file is known
-KEYS_CHILD_MIN = 32 << 20    # bytes of materialized inputs worth a child process (its start: ~40 ms)
+KEYS_CHILD_MIN = 32 << 20    # bytes of materialized inputs worth a forked child (core/fast/fork.py)
 ROWS_CHILD_MIN = 64 << 20    # bytes of rollouts worth a forked child for their back part
-ROWS_CHILD_SHARE = 0.35      # of the rollouts' bytes the forked child decodes (niced, sharing a core)
+ROWS_CHILD_SHARE = 0.35      # of the rollouts' bytes that child decodes (niced, sharing a core)
 STALE_SLACK = 2.0           # seconds a sidecar may predate the materialized inputs and still be this run's
 HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must stay unchanged to be malformed
 
@@ -46,7 +45,7 @@ class RunSession:
                  check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False,
                  timed: bool = False, helpers: bool = False):
         self.layout = layout
-        self.helpers = helpers              # may fork helpers (core/rowsfork.py): a process doing nothing else
+        self.helpers = helpers              # may fork helpers (core/fast/fork.py): a process doing nothing else
         self._explicit = explicit_file     # the user named a rollouts file: its layout is fixed
         self._logs_given = logs_given
         self.clock = clock
@@ -198,21 +197,25 @@ class RunSession:
         if lay.rollouts is not None:
             if not self.state.collector.started and lay.materialized is not None and self._exists(lay.materialized):
                 self.reducer.collection_began()
-            keys = self._keys_child(lay.materialized, final)   # big inputs: on the other core
-            if keys is None:
-                reset |= self._read(lay.materialized, final, self.reducer.materialized_block, blocks=True)
-            helper = self._rows_child(lay.rollouts, final)    # the file's back part: on the other core
+            # big files of a report's one-shot read: the inputs, and the rollouts' back part, on the other core
+            keys = self._helper("fork:inputs", lay.materialized, final, KEYS_CHILD_MIN, 0.0, records.input_rows)
+            rows = self._helper("fork:rows", lay.rollouts, final, ROWS_CHILD_MIN, ROWS_CHILD_SHARE, records.rollout_rows)
             try:
+                if keys is None:
+                    reset |= self._read(lay.materialized, final, self.reducer.materialized_block, blocks=True)
                 reset |= self._read(lay.rollouts, final, self.reducer.rollout_block, blocks=True,
-                                    stop=helper.start if helper is not None else None)
-                if helper is not None and not reset:
-                    reset |= self._rows_from(helper, lay.rollouts, final)
+                                    stop=rows[1] if rows is not None else None)
+                if rows is not None and not reset:
+                    reset |= self._helped(rows, lay.rollouts, final, self.reducer.rollout_rows,
+                                          self.reducer.rollout_block)
+                self.reducer.cut_row(self._cut_row(lay.rollouts))
+                if keys is not None and lay.materialized is not None and not reset:
+                    reset |= self._helped(keys, lay.materialized, final, self.reducer.materialized_rows,
+                                          self.reducer.materialized_block)
             finally:
-                if helper is not None:
-                    helper.close()
-            self.reducer.cut_row(self._cut_row(lay.rollouts))
-            if keys is not None and lay.materialized is not None:
-                reset |= self._keys_from(keys, lay.materialized, final)
+                for helper in (rows, keys):
+                    if helper is not None:
+                        helper[0].close()
             reset |= self._read(lay.failures, final, self.reducer.failure_block, blocks=True)
             if self._from_this_run(lay.health_verdicts):
                 reset |= self._read(lay.health_verdicts, final, self.reducer.verdict_row)
@@ -269,71 +272,44 @@ class RunSession:
             return Evidence(rel, t.lineno, "", CUT_ROW)
         return None
 
-    def _keys_child(self, path: Optional[Path], final: bool) -> Optional[inputkeys.KeysChild]:
-        """A child process reading a big materialized-inputs file's keys while this one reads the
-        rollouts: only for a one-shot read of the whole file (a report), with a second core."""
-        if not final or self._deadline is not None or path is None:
-            return None
-        t = self.tailers.get(path)
-        if t is not None and t.offset:
-            return None
-        if self._size(path) < KEYS_CHILD_MIN or procs.usable_cpus() < 2:     # (a system call: last)
-            return None
-        try:
-            return inputkeys.KeysChild(str(path), 0, final)
-        except OSError:
-            return None
-
-    def _rows_child(self, path: Optional[Path], final: bool) -> Optional[rowsfork.RowsChild]:
-        """A forked child decoding the back part of a big rollouts file while this process reads
-        the front: only for a one-shot read of a whole finished run by a process allowed to fork
-        (`read_run(helpers=True)`: the report), with a second core."""
-        if (not self.helpers or not final or self._deadline is not None or path is None
-                or not hasattr(os, "fork")):
+    def _helper(self, use: str, path: Optional[Path], final: bool, worth: int, share: float,
+                decode: Callable[[bytes], list[records.Row]]) -> Optional[tuple[fork.Child, int]]:
+        """A forked child reading the rows file at `path` from where its last `share` starts (0:
+        all of it), decoded by `decode`, while this process reads the rest: only for a one-shot
+        read of a whole file of at least `worth` bytes by a process allowed to fork
+        (`read_run(helpers=True)`: the report). (child, its start). `use`: fast.PATHS's name."""
+        if not self.helpers or not final or self._deadline is not None or path is None:
             return None
         t = self.tailers.get(path)
         if t is not None and t.offset:
             return None
         size = self._size(path)
-        if size < ROWS_CHILD_MIN or procs.usable_cpus() < 2:
+        if size < worth or not fork.can_fork(use):
             return None
-        start = rowsfork.split_point(str(path), size, ROWS_CHILD_SHARE)
+        start = fork.split_point(str(path), size, share) if share else 0
         if start is None:
             return None
         try:
-            return rowsfork.RowsChild(str(path), start, final)
+            return fork.rows_child(str(path), start, final, decode), start
         except OSError:
             return None
 
-    def _rows_from(self, child: rowsfork.RowsChild, path: Path, final: bool) -> bool:
-        """Apply the rows the child decoded, after this process's own (which end at its start),
-        and move the file's tailer past them; if the child failed in any way, read them here."""
-        t = self.tailers[path]
-        res = child.result() if t.offset == child.start else None
-        if res is None:
-            return self._read(path, final, self.reducer.rollout_block, blocks=True)
-        end, lines, blocks = res
-        rel, base = self._rels[path], t.lineno
-        for first, rows in blocks:
-            self.reducer.rollout_rows(rel, base + first, rows)
-        t.adopt(end, base + lines)
-        self.reducer.lines_read(rel, lines)
-        return False
-
-    def _keys_from(self, child: inputkeys.KeysChild, path: Path, final: bool) -> bool:
-        """Apply the child's keys and move the file's tailer past them; if the child failed in
-        any way, read the file here."""
-        res = child.result()
-        if res is None:
-            return self._read(path, final, self.reducer.materialized_block, blocks=True)
-        keys, end, lines = res
+    def _helped(self, helper: tuple[fork.Child, int], path: Path, final: bool, rows_feed, block_feed) -> bool:
+        """Apply the rows a helper decoded, after this process's own (which end at its start), and
+        move the file's tailer past them; if the child failed in any way, read them here."""
+        child, start = helper
         t = self.tailers.get(path)
         if t is None:
             t = self.tailers[path] = self._tailer(path, "")
             self._rels[path] = self.layout.rel(path)
-        rel = self._rels[path]
-        t.adopt(end, lines)
-        self.reducer.materialized_rows(rel, 1, keys)
+        got = fork.rows_answer(child) if t.offset == start else None
+        if got is None:
+            return self._read(path, final, block_feed, blocks=True)
+        end, lines, blocks = got
+        rel, base = self._rels[path], t.lineno
+        for first, rows in blocks:
+            rows_feed(rel, base + first, rows)
+        t.adopt(end, base + lines)
         self.reducer.lines_read(rel, lines)
         return False
 
@@ -549,7 +525,7 @@ def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True
     caller does nothing else meanwhile (no threads), so a forked child may read part of it."""
     session = RunSession.open(path, logs, check_processes=check_processes, helpers=helpers)
     session.refresh_processes()
-    with bulk_load():
+    with fast.bulk_load():
         session.poll(final=not session.is_live())
     return session
 
@@ -562,17 +538,3 @@ def _whole_json(data: bytes) -> None:
         msgspec.json.decode(data, type=msgspec.Raw)
     except msgspec.DecodeError:
         json.loads(data)
-
-
-@contextmanager
-def bulk_load() -> Iterator[None]:
-    """No cyclic garbage collection while many long-lived objects are made: a whole run's model
-    (~5 objects a trial, none in a cycle: collections over a growing heap of them took up to a
-    third of a big report's read), or the runs browser's cache of summaries."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()

@@ -35,9 +35,13 @@ class Rows(Part):
                 continue
             if facts.agent and source == SRC_ROW and facts.agent not in agents:
                 agents.add(facts.agent)
-            key = self._key(facts, file, lineno)
-            if key is None:
-                continue
+            task, rollout = facts.task, facts.rollout
+            if task is None or rollout is None or facts.problem:
+                key = self._key(facts, file, lineno)
+                if key is None:
+                    continue
+            else:
+                key = (task, rollout)
             if facts.never_ran:
                 status = T_NEVER_RAN
             elif source == SRC_FAILURE_ROW or facts.failure_class:
@@ -46,8 +50,13 @@ class Rows(Part):
                 status = T_COMPLETED
             ev = Evidence(file, lineno)
             t = trials.get(key)
-            if t is None:
-                trials[key] = attempts.trial_from_row(key, status, facts, ev, source)
+            if t is None:            # the trial as its first row shows it (attempts.observe_row of a new trial)
+                trials[key] = Trial(key[0], key[1], attempt_index=facts.attempt, status=status,
+                                    reward=facts.reward if status == T_COMPLETED else None,
+                                    withheld_reward=facts.reward if status == T_NEVER_RAN else None,
+                                    input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
+                                    failure_class=facts.failure_class, message=facts.message,
+                                    http_status=facts.http_status, agent=facts.agent, evidence=ev, source=source)
             elif t.source < SRC_FAILURE_ROW and t.line is None:
                 attempts.first_row(t, status, facts, ev, source)
             else:
@@ -57,6 +66,7 @@ class Rows(Part):
             changed.add(key)
             applied = True
         if applied:
+            state.collector.started = True     # a row proves the collector ran
             self.changes.run = True
 
     def _key(self, facts: RowFacts, file: str, lineno: int) -> Optional[TrialKey]:
