@@ -1,0 +1,115 @@
+"""What a new user hits on the live screen at 80x24 and in the details (issue 33): what needs a
+look comes first, `z` on the trials, one toast at a time off the verdict line, the selected
+failure whole under the table, a footer of whole labels, `g` pausing the log, the help's layout
+and ids, the board selecting the server the run waits on and saying what is true of it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from textual.geometry import Region
+from textual.widgets import Static
+from textual.widgets._footer import FooterKey
+from textual.widgets._toast import Toast
+
+from conftest import CASES07
+from gymwatch.core.model import T_FAILED, T_MISSING, T_NEVER_RAN
+from gymwatch.tui.head import Probe
+from gymwatch.tui.helpscreen import HelpScreen
+from gymwatch.tui.layout import CARD, all_bindings
+from gymwatch.tui.trials import _why
+from runbuilder import Run
+from tuihelpers import EPOCH, fixture_app, screen_lines, toasts, view_settled, wait_for
+
+PROBLEMS = (T_FAILED, T_NEVER_RAN, T_MISSING)
+SIDECAR = CASES07 / "g07_run_failures_sidecar"     # failures longer than 80 columns
+
+
+@pytest.fixture(autouse=True)
+def own_config(tmp_path, monkeypatch):
+    """No user's keymap file reaches these tests: each gets its own config dir."""
+    monkeypatch.delenv("GYMWATCH_KEYMAP", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config" / "gymwatch" / "keymap.toml"
+
+
+async def settled(pilot) -> None:
+    app = pilot.app
+    assert await wait_for(pilot, lambda: app.started and view_settled(app))
+    await pilot.pause(0.2)
+
+
+def folded(text: str) -> str:
+    return " ".join(text.split())
+
+
+def shown_trials(app) -> list:
+    """The trials whose rows are on screen."""
+    table = app.trials
+    rows = table.scrollable_content_region.height - 1
+    top = int(table.scroll_y)
+    keys = [table.key_at(i) for i in range(top, top + rows)]
+    return [app.live.state.trials[k] for k in keys if k is not None]
+
+
+# --- what needs a look comes first --------------------------------------------------------------
+# --- z on the trials ----------------------------------------------------------------------------
+# --- toasts ---------------------------------------------------------------------------------------
+def verdict_line_bottom(app) -> int:
+    """The row under the summary's first line(s): the verdict and the counts."""
+    first = app.summary.text(app.summary.content_region.width).plain.split("\n")
+    reason = folded(str(app.summary._line2))
+    items = [line for line in first if folded(line) and folded(line) not in reason]
+    return app.summary.region.y + len(items)
+
+
+# --- the selected failure, whole --------------------------------------------------------------------
+# --- the footer ----------------------------------------------------------------------------------
+# --- the log pane's follow state ------------------------------------------------------------------
+@pytest.mark.parametrize("lines", [200, 0], ids=["long", "short"])
+async def test_g_pauses_following_and_the_header_says_so(tmp_path: Path, clock, lines):
+    """The header said `● following` after `g` went to the top."""
+    import shutil
+    from conftest import CASES
+    run = tmp_path / "run"
+    shutil.copytree(CASES / "mixed_ok", run)
+    log = run / "logs" / "mcqa.log"
+    with open(log, "a") as fh:
+        fh.writelines(f"(mcqa) filler {i}\n" for i in range(lines))
+    app = fixture_app(run, clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        app.pane.show(log, "logs/mcqa.log")
+        view = app.pane.view
+        assert await wait_for(pilot, lambda: view_settled(app) and view.scroll_y >= view.max_scroll_y)
+        header = app.pane.query_one("#log-header")
+        assert "● following" in str(header.render())
+        view.focus()
+        await pilot.press("g")
+        assert await wait_for(pilot, lambda: "paused" in str(header.render()))
+        assert "● following" not in str(header.render()) and view.cursor == 0
+        with open(log, "a") as fh:
+            fh.write("(mcqa) one more\n")
+        app.hints.put_nowait("logs/mcqa.log")
+        assert await wait_for(pilot, lambda: app.pane.new_lines == 1)
+        assert view.cursor == 0                         # paused: the cursor stays at the top
+        await pilot.press("G")
+        assert await wait_for(pilot, lambda: "● following" in str(header.render()))
+
+
+# --- help ----------------------------------------------------------------------------------------
+# --- the board ------------------------------------------------------------------------------------
+def stuck_run(root: Path) -> Path:
+    """Two servers ready, the third (last on the board) still installing its venv."""
+    run = Run(root)
+    run.ready_server("a_agent", 18001)
+    run.ready_server("b_model", 18002)
+    run.server_log("c_resources", "Using CPython 3.13.0 interpreter at: /usr/bin/python3.13",
+                   "Creating virtual environment with seed packages at: /tmp/c/.venv",
+                   "Resolved 161 packages in 3.40s", "Downloading ray (75.6MiB)")
+    return root
+
+
