@@ -57,6 +57,28 @@ def shown_trials(app) -> list:
 
 # --- what needs a look comes first --------------------------------------------------------------
 # --- z on the trials ----------------------------------------------------------------------------
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("pane", ["trials", "log", "board"])
+async def test_z_gives_the_pane_the_screen(size, pane):
+    """On the trials it showed a centred box of 8 rows over a hatch."""
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=size) as pilot:
+        await settled(pilot)
+        focus, whole = {"trials": (app.trials, app.trials), "log": (app.pane.view, app.pane),
+                        "board": (app.board, app.board.parent)}[pane]
+        focus.focus()
+        await pilot.press("z")
+        await pilot.pause(0.2)
+        assert app.screen.maximized is whole
+        assert whole.region == Region(0, 0, size[0], size[1] - 1)      # all but the footer
+        if pane == "trials":
+            assert len(shown_trials(app)) == len(app.live.state.trials)
+        await pilot.press("z")
+        await pilot.pause(0.2)
+        assert app.screen.maximized is None
+        assert app.trials.region.width < size[0] or size[0] < 100       # back beside the log
+
+
 # --- toasts ---------------------------------------------------------------------------------------
 def verdict_line_bottom(app) -> int:
     """The row under the summary's first line(s): the verdict and the counts."""

@@ -206,8 +206,8 @@ class ResponsiveLayout:
         self._fit_board(not empty)
         for footer in self.screen_stack[0].query(Footer):
             footer.compact = self.narrow
-        if self.narrow or empty:
-            trials.styles.width = None          # the stylesheet's: full width, stacked
+        if self.narrow or empty or trials.is_maximized:
+            trials.styles.width = None          # the stylesheet's: full width, stacked or maximized
             return
         want = trials_width(trials.natural_width(), self.size.width)
         if trials.styles.width is None or trials.styles.width.value != want:
