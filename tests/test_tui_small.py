@@ -90,6 +90,24 @@ def verdict_line_bottom(app) -> int:
 
 # --- the selected failure, whole --------------------------------------------------------------------
 # --- the footer ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("pane", ["board", "trials", "log"])
+async def test_at_80_columns_the_footer_shows_only_whole_labels(pane):
+    """`l Cause log` was cut to `l` by the palette key."""
+    app = fixture_app(SIDECAR)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        {"board": app.board, "trials": app.trials, "log": app.pane.view}[pane].focus()
+        await pilot.pause(0.3)
+        keys = list(app.screen.query(FooterKey))
+        palette = next(k for k in keys if "-command-palette" in k.classes)
+        shown = [k for k in keys if k is not palette and k.display and k.region.width]
+        assert len(shown) >= 5
+        footer = screen_lines(app)[-1]
+        for k in shown:
+            assert k.region.right <= palette.region.x, (k.key, k.region, palette.region)
+            assert f"{k.key_display} {k.description}" in footer
+
+
 # --- the log pane's follow state ------------------------------------------------------------------
 @pytest.mark.parametrize("lines", [200, 0], ids=["long", "short"])
 async def test_g_pauses_following_and_the_header_says_so(tmp_path: Path, clock, lines):

@@ -17,7 +17,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
 from ..core.layout import discover
@@ -27,6 +27,7 @@ from ..core.verdict import verdict
 from . import head as headprobe
 from .board import BoardPane, ReadinessBoard
 from .commands import GymwatchCommands
+from .footer import WholeLabels
 from .helpscreen import HelpScreen
 from .layout import ResponsiveLayout
 from .live import LiveRun
@@ -99,7 +100,7 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
         with Container(id="main"):      # side by side, or stacked when narrow (app.tcss)
             yield TrialsTable(id="trials")
             yield LogPane(id="log-pane")
-        yield Footer()
+        yield WholeLabels()
 
     @property
     def started(self) -> bool:
