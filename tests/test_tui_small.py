@@ -141,6 +141,56 @@ async def test_g_pauses_following_and_the_header_says_so(tmp_path: Path, clock, 
 
 
 # --- help ----------------------------------------------------------------------------------------
+async def test_binding_ids_have_one_naming_style():
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        bad = [b.id for _, b in all_bindings(app) if not re.fullmatch(r"[a-z]+\.[a-z]+(-[a-z]+)*", b.id or "")]
+        assert not bad, bad
+
+
+async def test_help_at_80_columns_keeps_key_description_and_id_in_their_columns():
+    """Ids and descriptions wrapped to the box's left edge, ids on lines of their own."""
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause(0.2)
+        static = app.screen.query_one("#help-box").query_one(Static)
+        width = static.content_region.width
+        lines = [s.text.rstrip() for s in static.render_lines(Region(0, 0, width, static.virtual_size.height))]
+        ids = {b.id for _, b in all_bindings(app)}
+        sections = {"Everywhere", "Servers", "Trials", "Log", CARD}
+        start = next(i for i, line in enumerate(lines) if line in sections)
+        end = next(i for i, line in enumerate(lines) if line.startswith("Remap"))
+        body = [line for line in lines[start:end] if line and line not in sections]
+        for line in body:       # a key's row, or its description going on in its own column
+            assert line.startswith("  "), f"wrapped to the left edge: {line!r}"
+            assert line.split()[0] not in ids, f"an id on a line of its own: {line!r}"
+        where = {}
+        for line in body:
+            for word in line.split():
+                if word in ids:
+                    where.setdefault(word, line.index(word))
+        assert set(where) == ids - {None}
+        assert len(set(where.values())) == 1, where      # one column of ids, each whole
+
+
+async def test_an_old_binding_id_still_works_in_a_keymap_file(own_config: Path):
+    own_config.parent.mkdir(parents=True)
+    own_config.write_text('"gymwatch.next_failure" = "x"\n"gymwatch.all_logs" = "M"\n')
+    app = fixture_app("some_never_ran")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settled(pilot)
+        assert not app.keymap_problems
+        app.board.focus()
+        await pilot.press("x")
+        assert app.focused is app.trials and app.trials.trial_at_cursor().key == (1, 0)
+        await pilot.press("M")
+        assert app.pane.merged
+
+
 # --- the board ------------------------------------------------------------------------------------
 def stuck_run(root: Path) -> Path:
     """Two servers ready, the third (last on the board) still installing its venv."""

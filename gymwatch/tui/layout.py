@@ -186,6 +186,10 @@ class ResponsiveLayout:
         for problem in self.keymap_problems:
             self.notify(problem, title="keymap", severity="warning", markup=False, timeout=10)
 
+    def set_keymap(self, keymap_: dict[str, str]) -> None:
+        """Textual's, an old binding id (keymap.ALIASES) taken as the id its binding has now."""
+        super().set_keymap(keymap.current_ids(dict(keymap_)))  # type: ignore[misc]
+
     def on_resize(self, event) -> None:
         self.call_after_refresh(self.fit_panes)
 
