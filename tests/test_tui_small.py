@@ -56,6 +56,40 @@ def shown_trials(app) -> list:
 
 
 # --- what needs a look comes first --------------------------------------------------------------
+@pytest.mark.parametrize("run", ["aborted_500", "some_never_ran"])
+async def test_at_80x24_the_trials_that_need_a_look_come_first_and_the_title_says_how(run):
+    """aborted_500 at 80x24 showed two completed rows; its six missing ones needed scrolling."""
+    app = fixture_app(run)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        state = app.live.state
+        problems = sorted(k for k, t in state.trials.items() if t.status in PROBLEMS)
+        shown = shown_trials(app)
+        assert shown and shown[0].status in PROBLEMS, [t.status for t in shown]
+        assert app.trials.trial_at_cursor().key == problems[0]      # the first `]` goes to
+        title = app.trials.border_title
+        assert f"{len(problems)} need a look" in title and "]" in title and "v" in title, title
+        # `]` goes on from there, in the same order
+        app.trials.focus()
+        await pilot.press("right_square_bracket")
+        assert app.trials.trial_at_cursor().key == problems[1]
+        # `v` shows only them, and the title says so instead
+        await pilot.press("v")
+        assert "need a look" not in app.trials.border_title
+
+
+async def test_the_cursor_is_the_users_once_moved():
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        app.trials.focus()
+        await pilot.press("home")
+        assert app.trials.cursor == 0
+        app.refresh_run()
+        await pilot.pause(0.1)
+        assert app.trials.cursor == 0
+
+
 # --- z on the trials ----------------------------------------------------------------------------
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("pane", ["trials", "log", "board"])
@@ -89,6 +123,25 @@ def verdict_line_bottom(app) -> int:
 
 
 # --- the selected failure, whole --------------------------------------------------------------------
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_selected_failure_under_the_table_is_whole(size):
+    """It was the table's bottom border title: cut at the border's width."""
+    app = fixture_app(SIDECAR)
+    async with app.run_test(size=size) as pilot:
+        await settled(pilot)
+        t = next(t for t in app.live.state.trials.values() if t.status == T_FAILED)
+        app.trials.focus()
+        app.trials.select(t.key)
+        await pilot.pause(0.2)
+        pane = app.trials.region
+        assert len(_why(t)) > pane.width
+        below = [line[pane.x:pane.right] for line in screen_lines(app)[pane.y:pane.bottom]]
+        rows = [i for i, line in enumerate(below) if line[1:].lstrip().startswith(f"{t.task_index} ")]
+        under = below[max(rows) + 1:] if rows else below
+        text = folded(" ".join(line.strip("│╰╯─ ") for line in under))
+        assert folded(_why(t)) in text, (text, below)
+
+
 # --- the footer ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("pane", ["board", "trials", "log"])
 async def test_at_80_columns_the_footer_shows_only_whole_labels(pane):

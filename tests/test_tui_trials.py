@@ -133,11 +133,12 @@ async def test_the_selected_failure_is_shown_whole_and_literally():
     app = Host()
     async with app.run_test(size=(60, 20)):
         table = app.query_one(TrialsTable)
-        table.rebuild(st)
-        assert table.border_subtitle == ""
-        table.select((1, 0))
+        table.rebuild(st)                       # the cursor on the trial that needs a look
+        assert table.trial_at_cursor().key == (1, 0) and "1 need a look" in table.border_title
         assert "agent_run_error: " in table.border_subtitle and "\x1b" not in table.border_subtitle
         assert "boom" in table.border_subtitle and r"\[bold]" in table.border_subtitle   # escaped
+        table.select((0, 0))
+        assert table.border_subtitle == ""
 
 
 async def test_reward_0_filters_tell_wrong_answers_from_never_ran_and_sort_reverses():

@@ -185,6 +185,8 @@ class ResponsiveLayout:
             self.set_keymap(mapping)
         for problem in self.keymap_problems:
             self.notify(problem, title="keymap", severity="warning", markup=False, timeout=10)
+        keys = {b.id: self.get_key_display(b) for _, b in all_bindings(self) if b.id}  # type: ignore[attr-defined]
+        self.trials.keys_told = (keys.get("gymwatch.next-failure", "]"), keys.get("trials.filter", "v"))  # type: ignore[attr-defined]
 
     def set_keymap(self, keymap_: dict[str, str]) -> None:
         """Textual's, an old binding id (keymap.ALIASES) taken as the id its binding has now."""
