@@ -122,6 +122,31 @@ def verdict_line_bottom(app) -> int:
     return app.summary.region.y + len(items)
 
 
+async def test_at_80x24_one_toast_at_a_time_and_never_over_the_verdict_line():
+    """`]` `]` `}` `}` stacked four toasts over the verdict and the board."""
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settled(pilot)
+        await pilot.press("right_square_bracket", "right_square_bracket", "right_curly_bracket",
+                          "right_curly_bracket")
+        await pilot.pause(0.3)
+        shown = [t for t in app.screen.query(Toast) if t.region.area]
+        assert len(shown) == 1, [str(t.render()) for t in shown]
+        assert "line 2 of" in toasts(app)[-1] and len(toasts(app)) == 1      # the newest replaced the rest
+        assert shown[0].region.y == verdict_line_bottom(app) > app.summary.region.y     # right under it
+        assert not shown[0].region.overlaps(app.pane.region)
+
+
+async def test_on_a_big_screen_toasts_stay_off_the_verdict_line_too():
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=(200, 50), notifications=True) as pilot:
+        await settled(pilot)
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        await pilot.pause(0.3)
+        shown = [t for t in app.screen.query(Toast) if t.region.area]
+        assert shown and all(t.region.y >= verdict_line_bottom(app) for t in shown)
+
+
 # --- the selected failure, whole --------------------------------------------------------------------
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_the_selected_failure_under_the_table_is_whole(size):
