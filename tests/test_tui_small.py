@@ -281,3 +281,49 @@ def stuck_run(root: Path) -> Path:
     return root
 
 
+async def test_the_board_selects_the_server_the_run_waits_on(tmp_path, clock):
+    """At 80x24 the demo selected a ready server instead of the stuck one."""
+    app = fixture_app(stuck_run(tmp_path / "run"), clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        assert list(app.board._cells)[0] == "a_agent"
+        assert await wait_for(pilot, lambda: app.board.server_at_cursor() == "c_resources")
+        assert await wait_for(pilot, lambda: app.pane.rel == "logs/c_resources.log")
+        # once the user moves the cursor, it is theirs
+        app.board.focus()
+        await pilot.press("home")
+        assert await wait_for(pilot, lambda: app.board.server_at_cursor() == "a_agent")
+        clock.t += 5
+        app.refresh_run()
+        await pilot.pause(0.1)
+        assert app.board.server_at_cursor() == "a_agent"
+
+
+async def test_a_ready_server_does_not_say_ready_twice_nor_contradict_itself(tmp_path, clock):
+    """`● ready  ready · GET / → refused`: the probe was taken before the server was ready."""
+    run = Run(tmp_path / "run")
+    stuck_run(run.root)
+    run.server_log("d_agent", "INFO:     Started server process [1]")
+    app = fixture_app(run.root, clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        before = clock.t
+        app._head_result(Probe(detail={"d_agent": "GET / → refused", "c_resources": "GET / → refused"},
+                               answers={"d_agent": False, "c_resources": False}, at=before))
+        clock.t += 2
+        run.ready_server("d_agent", 18004)
+        app.refresh_run()
+        await pilot.pause(0.1)
+        assert app.live.state.servers["d_agent"].state == "ready"
+        why = app.board.row_cells("d_agent")[4].plain
+        assert "ready" not in why and "refused" not in why, why       # the probe is older than that
+        assert "GET / → refused" in app.board.row_cells("c_resources")[4].plain    # still true of it
+        app._head_result(Probe(detail={"d_agent": "GET / → refused"}, answers={"d_agent": False}, at=clock.t + 1))
+        await pilot.pause(0.1)
+        why = app.board.row_cells("d_agent")[4].plain
+        assert why == "its log said ready, but GET / → refused", why
+        app._head_result(Probe(detail={"d_agent": "GET / → HTTP 200"}, answers={"d_agent": True}, at=clock.t + 2))
+        await pilot.pause(0.1)
+        assert app.board.row_cells("d_agent")[4].plain == "GET / → HTTP 200"
+        assert app.board.row_cells("a_agent")[4].plain == ""          # not `ready` again
+        assert before >= EPOCH
