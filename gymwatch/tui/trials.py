@@ -179,6 +179,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self.picked = False         # the user moved the cursor: it is theirs, no longer put on a problem
         self.keys_told = ("]", "v")  # the keys the title names: next failure, filter (the keymap's)
         self._problems: set[TrialKey] = set()              # failed, never-ran and missing trials, filtered or not
+        self._first: Optional[TrialKey] = None             # the least of them (None: to be found again)
         self._failure: list[Text] = []                     # the selected failure's lines under the rows
         self._order: list[tuple[tuple, TrialKey]] = []     # (sort value, key) of the rows, sorted
         self._sv: dict[TrialKey, tuple] = {}               # key -> its sort value in _order
@@ -206,6 +207,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
                 self._widen(t)
         every = state.trials.values() if state is not None else ()
         self._problems = {t.key for t in every if t.status in NEEDS_A_LOOK}
+        self._first = None
         trials = [t for t in every if self._kept(t)]
         self._sv = {t.key: self._value(t) for t in trials}
         self._order = sorted((v, k) for k, v in self._sv.items())
@@ -217,7 +219,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self.state = state
         for key in removed:
             self._drop(key)
-            self._problems.discard(key)
+            self._not_a_problem(key)
         if len(changed) > max(64, len(self._order) // RESORT_SHARE):
             for key in changed:
                 self._place(key, state.trials.get(key), resort=False)
@@ -230,8 +232,10 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
     def _place(self, key: TrialKey, t: Optional[Trial], resort: bool) -> None:
         if t is not None and t.status in NEEDS_A_LOOK:
             self._problems.add(key)
+            if self._first is not None and key < self._first:
+                self._first = key
         else:
-            self._problems.discard(key)
+            self._not_a_problem(key)
         if t is None or not self._kept(t):
             self._drop(key)
             return
@@ -279,11 +283,18 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         """The rows, their header and the selected failure's lines under them."""
         self.virtual_size = Size(sum(self._fit) + 2 * len(self._fit), len(self._order) + 1 + len(self._failure))
 
+    def _not_a_problem(self, key: TrialKey) -> None:
+        self._problems.discard(key)
+        if key == self._first:
+            self._first = None
+
     def _first_problem(self) -> Optional[int]:
         """The row of the first trial that needs a look, while the cursor is not the user's."""
         if self.picked or not self._problems:
             return None
-        return self.index_of(min(self._problems))
+        if self._first is None:
+            self._first = min(self._problems)
+        return self.index_of(self._first)
 
     def _scroll_to_row(self, i: int) -> None:
         # forced: before the first layout the view's height is 0 and Textual would drop it
@@ -327,7 +338,6 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         else:
             shown = ""
         self.border_title = escape(f"Trials {n}{shown} · sort: {self.sort_by}{' (reversed)' if self.descending else ''}")
-        self._show_failure()
 
     def _show_failure(self) -> None:
         """The selected trial's failure whole (its column is narrow): in the bottom border when it
