@@ -30,7 +30,7 @@ EXPLAIN = {
     "servers.open": "open the selected server's log (its evidence when it failed)",
     "trials.filter": "cycle the filter: all, failed, never-ran, missing, pending, ...",
     "trials.cause-log": "open the log line behind the selected trial's failure",
-    "logview.follow": "follow on/off (scrolling up pauses it)",
+    "logview.follow": "follow on/off (scrolling up or g pauses it, G goes on)",
     "gymwatch.copy": "copy the text selected with the mouse",
     "gymwatch.ctrl-c": "say how to quit",
     "card.close": "close the card",
