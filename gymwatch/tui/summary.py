@@ -144,6 +144,11 @@ class Summary(Widget):
         out.no_wrap, out.overflow, out.end = False, "fold", ""
         return out
 
+    def items_height(self) -> int:
+        """Lines the first line's items (the verdict, the counts) take at the width shown."""
+        width = self.content_region.width or self._width
+        return len(pack(self._line1, width).wrap(self.app.console, max(1, width), overflow="fold"))
+
     def get_content_height(self, container, viewport, width: int) -> int:
         self._width = width
         return len(self.text(width).wrap(self.app.console, max(1, width), overflow="fold"))
