@@ -15,7 +15,8 @@ font comes from textual-serve's own files instead of a font CDN a closed network
 A tab's screen ends soon after its tab goes away, in any phase of its start, and when serve stops
 (`TabScreen`; textual-serve only sent it a `quit` and read its output, which left a screen still
 starting running for ever). A tab that goes silent (a closed laptop lid) is found by its
-unanswered pings.
+unanswered pings. What serve prints: its start message with addresses a person can open, and
+errors; not a line per request.
 """
 
 from __future__ import annotations
@@ -71,6 +72,15 @@ def exposure_warning(host: str, port: int) -> str:
     return (f"gymwatch serve: WARNING: listening on {where}, port {port}, without a login: anyone who "
             f"can reach it sees this run's logs and can drive the screen. Prefer the default "
             f"({DEFAULT_HOST}) and an SSH tunnel: ssh -L {port}:127.0.0.1:{port} <this host>")
+
+
+def open_addresses(host: str, port: int) -> list[str]:
+    """The URLs a person can open to reach a server listening on `host`: on every interface, this
+    host's name and its loopback (http://0.0.0.0 reaches nothing from another machine)."""
+    if host in EVERY_INTERFACE:
+        loopback = "[::1]" if host == "::" else "127.0.0.1"
+        return [f"http://{socket.gethostname()}:{port}", f"http://{loopback}:{port}"]
+    return [f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"]
 
 
 def attach_argv(args: argparse.Namespace) -> list[str]:
@@ -234,19 +244,20 @@ def make_server(args: argparse.Namespace, public_url: Optional[str] = None):
 
         async def on_startup(self, app) -> None:
             self.console.print(f"gymwatch serve: the live screen of {args.path} on "
-                               f"http://{self.host}:{self.port}  (Ctrl+C stops serving; the run goes on)",
-                               markup=False, highlight=False)
+                               f"{' and '.join(open_addresses(self.host, self.port))}  "
+                               f"(Ctrl+C stops serving; the run goes on)",
+                               markup=False, highlight=False, soft_wrap=True)
 
         def serve(self, debug: bool = False) -> None:
-            """textual-serve's, with SIGHUP (the terminal serve runs in closing) stopping it as
-            SIGINT and SIGTERM do, and a bounded wait for the tabs' handlers."""
+            """textual-serve's, without a log line per request, and SIGHUP (the terminal serve
+            runs in closing) stopping it as SIGINT and SIGTERM do."""
             self.debug = debug
             self.initialize_logging()
             loop = asyncio.new_event_loop()
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 loop.add_signal_handler(sig, self.request_exit)
             web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False, loop=loop,
-                        print=None, shutdown_timeout=SHUTDOWN_GRACE)
+                        print=None, access_log=None, shutdown_timeout=SHUTDOWN_GRACE)
 
     name = Path(args.path).resolve().name
     return GymServer(attach_command(args), host=args.host, port=args.port, title=f"gymwatch {name}",

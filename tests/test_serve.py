@@ -1,7 +1,8 @@
 """`gymwatch serve`: the live screen in a real headless browser (Debian's chromium, installed by
 `make test` through .ci/install_chromium.sh), the page usable on a closed network and behind a
 tunnel, loopback by default with a warning beyond it; every screen it starts for a tab ends soon
-after its tab goes away (in any phase of the screen's start), and when serve is stopped or killed."""
+after its tab goes away (in any phase of the screen's start), and when serve is stopped or killed;
+what it prints."""
 
 from __future__ import annotations
 
@@ -241,3 +242,35 @@ async def test_every_screen_ends_when_serve_is_killed(run_copy: Path):
         serve.wait(10)
         assert await wait_all_gone(run_copy) == []
         await tab.close()
+
+
+# --- what serve prints --------------------------------------------------------------------------
+
+def test_serve_prints_its_address_and_errors_not_every_request(run_copy: Path):
+    with serving(run_copy) as (port, serve):
+        for path in ("/", "/", "/static/css/xterm.css", "/nothing-here"):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10).read()
+            except urllib.error.HTTPError:
+                pass
+        time.sleep(0.5)
+    out = "".join(serve.lines)
+    start = [line for line in serve.lines if "gymwatch serve: the live screen of" in line]
+    assert len(start) == 1 and f"http://127.0.0.1:{port} " in start[0], out    # one line, the URL whole
+    assert "GET /" not in out and "HTTP/1.1" not in out, out
+
+
+@pytest.mark.parametrize("host, loopback", [("0.0.0.0", "127.0.0.1"), ("::", "[::1]")])
+def test_every_interface_prints_addresses_a_person_can_open(host: str, loopback: str):
+    """Listening on every interface, the start message names this host and its loopback, never
+    http://0.0.0.0 (which a browser elsewhere cannot open)."""
+    from rich.console import Console
+
+    args = argparse.Namespace(path=str(CASES / "aborted_500"), host=host, port=8123, logs=None, poll=False,
+                              head=None, no_notify=False)
+    server = serve_mod.make_server(args)
+    server.console = Console(record=True, width=60, file=open(os.devnull, "w"))
+    asyncio.run(server.on_startup(None))
+    said = server.console.export_text()
+    assert "0.0.0.0" not in said and "http://[::]" not in said, said
+    assert f"http://{socket.gethostname()}:8123" in said and f"http://{loopback}:8123" in said, said
