@@ -432,3 +432,50 @@ async def test_bad_keymap_file_is_a_one_line_warning(own_config: Path):
         assert len(app.keymap_problems) == 1 and str(own_config) in app.keymap_problems[0]
         assert "not used" in app.keymap_problems[0]
 
+
+
+def spy_refreshes(monkeypatch) -> list[tuple[str, bool]]:
+    """Every widget refresh from now on: (its class, whether it asked for a layout)."""
+    from textual.widget import Widget
+
+    seen: list[tuple[str, bool]] = []
+    real = Widget.refresh
+
+    def spy(self, *regions, **kw):
+        seen.append((type(self).__name__, bool(kw.get("layout"))))
+        return real(self, *regions, **kw)
+
+    monkeypatch.setattr(Widget, "refresh", spy)
+    return seen
+
+
+@pytest.mark.parametrize("run", ["aborted_500", "startup_failed"])       # trials; none (no trials pane)
+async def test_a_poll_that_changes_nothing_redraws_nothing(run, monkeypatch):
+    """The idle screen's cost: the 1 s tick polls a run where nothing moved. It lays out and
+    repaints nothing (each poll set the board's height, the trials pane's width and the board's
+    title again, and the whole screen was laid out every second)."""
+    app = fixture_app(run)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settled(pilot)
+        seen = spy_refreshes(monkeypatch)
+        for _ in range(3):
+            app.refresh_run()
+            await pilot.pause()
+        assert seen == []
+
+
+async def test_a_live_runs_clock_repaints_the_summary_and_lays_nothing_out(tmp_path, clock, monkeypatch):
+    """A quiet live run: only its clock moves, each second. The summary line is repainted; nothing
+    is laid out again while its height stays the same."""
+    live, _ = staged_live("mixed_ok", tmp_path / "mixed_ok", [10.0], clock)
+    app = make_app(live, clock)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settled(pilot)
+        before = summary_lines(app)[0]
+        seen = spy_refreshes(monkeypatch)
+        for _ in range(3):
+            clock.t += 1
+            app.refresh_run()
+            await pilot.pause()
+        assert summary_lines(app)[0] != before                # the clock moved on screen
+        assert ("Summary", False) in seen and not [s for s in seen if s[1]], seen

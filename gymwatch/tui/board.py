@@ -104,7 +104,10 @@ class ReadinessBoard(DataTable):
         self._title("Servers")
 
     def _title(self, title: str) -> None:
-        """The title of the board's border (its pane's, when it is in one)."""
+        """The title of the board's border (its pane's, when it is in one); set only when it
+        changes (a title set repaints the border, and the board is updated every tick)."""
+        if title == self.border_title:
+            return
         self.border_title = title
         if isinstance(self.parent, BoardPane):
             self.parent.border_title = title

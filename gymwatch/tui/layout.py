@@ -224,7 +224,9 @@ class ResponsiveLayout:
 
     def fit_panes(self) -> None:
         """Size the trials pane to its content (or hide it when the run has no trials), the board
-        to its rows, and the footer to the width."""
+        to its rows, and the footer to the width. Called after every poll: a style is set only
+        when it changes (each set lays the screen out again; `styles.X` reads the stylesheet's
+        value too, so an inline rule is cleared only when there is one)."""
         trials = getattr(self, "trials", None)
         if trials is None or not trials.is_attached:
             return
@@ -237,7 +239,8 @@ class ResponsiveLayout:
         for footer in self.screen_stack[0].query(Footer):
             footer.compact = self.narrow
         if self.narrow or empty or trials.is_maximized:
-            trials.styles.width = None          # the stylesheet's: full width, stacked or maximized
+            if trials.styles.inline.has_rule("width"):
+                trials.styles.width = None      # the stylesheet's: full width, stacked or maximized
             return
         want = trials_width(trials.natural_width(), self.size.width)
         if trials.styles.width is None or trials.styles.width.value != want:
@@ -258,7 +261,7 @@ class ResponsiveLayout:
         chrome = pane.outer_size.height - board.outer_size.height     # its border, the detail line
         room = self.size.height - self.summary.outer_size.height - footer - chrome
         rows = board_rows(board.virtual_size.height, room, with_trials)
-        if board.styles.height is not None:
+        if board.styles.inline.has_rule("height"):
             board.styles.height = None          # the stylesheet's: auto
         if board.styles.max_height is None or board.styles.max_height != Scalar.from_number(rows):
             board.styles.max_height = rows
