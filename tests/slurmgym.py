@@ -46,27 +46,27 @@ class GymMissing(RuntimeError):
 
 
 # ---------------------------------------------------------------- locks
-_gym_lock_depth = 0
-_gym_lock_fh = None
+_held: dict[Path, tuple[object, int]] = {}      # lock file -> (open file, depth) in this process
 
 
 @contextlib.contextmanager
-def gym_lock() -> Iterator[None]:
+def gym_lock(path: Path = GYM_LOCK) -> Iterator[None]:
     """/tmp/realgym.lock, reentrant within this process (a second flock on a new descriptor of the
     same file would wait for ourselves)."""
-    global _gym_lock_depth, _gym_lock_fh
-    if _gym_lock_depth == 0:
-        _gym_lock_fh = open(GYM_LOCK, "a")
-        fcntl.flock(_gym_lock_fh, fcntl.LOCK_EX)
-    _gym_lock_depth += 1
+    fh, depth = _held.get(path, (None, 0))
+    if fh is None:
+        fh = open(path, "a")
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    _held[path] = (fh, depth + 1)
     try:
         yield
     finally:
-        _gym_lock_depth -= 1
-        if _gym_lock_depth == 0 and _gym_lock_fh is not None:
-            fcntl.flock(_gym_lock_fh, fcntl.LOCK_UN)
-            _gym_lock_fh.close()
-            _gym_lock_fh = None
+        fh, depth = _held.pop(path)
+        if depth > 1:
+            _held[path] = (fh, depth - 1)
+        else:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
 
 
 # ---------------------------------------------------------------- workspace

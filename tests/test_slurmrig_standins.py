@@ -133,3 +133,20 @@ def test_every_recorder_case_is_a_config_gym_takes(tmp_path):
         assert proc.returncode == 0, (name, proc.stderr[-2000:])
         assert want[name] in proc.stdout, name
     ws.cleanup()
+
+
+def test_gym_lock_is_reentrant_here_and_exclusive_elsewhere(tmp_path):
+    """`slurm_gym` and `realgym_lock` both hold /tmp/realgym.lock: nested in one process they must
+    not wait for each other, and meanwhile no other process gets it (a lock file of the test's own)."""
+    from slurmgym import gym_lock
+
+    lock = tmp_path / "realgym.lock"
+
+    def other_gets_it() -> bool:
+        return subprocess.run(["flock", "-n", str(lock), "true"], timeout=30).returncode == 0
+
+    with gym_lock(lock):
+        with gym_lock(lock):
+            assert not other_gets_it()
+        assert not other_gets_it()
+    assert other_gets_it()
