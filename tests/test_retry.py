@@ -63,9 +63,7 @@ def test_json_says_what_the_file_holds_and_how_gym_numbers_it(tmp_path, capsys):
     rep = json.loads(out)
     assert code == rep["exit_code"] == 1
     r = rep["rerun"]
-    assert (r["rerunnable"], r["not_rerunnable"], r["max_attempts"]) == (4, 0, 3)
-    assert [(t["task_index"], t["rollout_index"], t["status"], t["attempts_used"]) for t in r["trials"]] == [
-        (1, 0, "failed", 1), (1, 1, "failed", 1), (3, 0, "failed", 1), (3, 1, "failed", 1)]
+    assert (r["rerunnable"], r["not_rerunnable"], r["tried_before"], r["max_attempts"]) == (4, [], [], 3)
     ri = r["retry_input"]
     assert ri["file"] == str(target) and ri["rows"] == 4 and ri["command_from"] == "Hydra config"
     assert [(x["task_index"], x["rollout_index"], x["new_rollout_index"]) for x in ri["gym_indices"]] == [
@@ -126,10 +124,14 @@ def test_terminal_failures_are_left_out_and_attempts_are_counted(tmp_path, capsy
     assert "task 2 rollout 1: 3 attempts used; Gym's own resume stops at 3" in out
     assert "task 2 rollout 1 is collected as rollout 0" in out
     rep = json.loads(main(["report", str(root), "--format", "json"]) and capsys.readouterr().out)
-    by = {(t["task_index"], t["rollout_index"]): t for t in rep["rerun"]["trials"]}
-    assert by[1, 0]["why_not"].startswith("Gym marked its failure terminal") and by[1, 0]["terminal"]["line"] == 2
-    assert by[2, 1]["resume_would_stop"] and not by[3, 0]["resume_would_stop"]
-    assert rep["rerun"]["retry_input"] is None
+    r = rep["rerun"]
+    assert r["rerunnable"] == 2 and r["retry_input"] is None
+    [no] = r["not_rerunnable"]
+    assert (no["task_index"], no["rollout_index"], no["status"], no["attempts_used"]) == (1, 0, "failed", 2)
+    assert no["why"].startswith("Gym marked its failure terminal") and no["terminal"]["line"] == 2
+    assert '"_ng_failure_terminal": true' in no["terminal"]["text"]
+    assert r["tried_before"] == [{"task_index": 2, "rollout_index": 1, "status": "failed", "attempts_used": 3,
+                                  "resume_would_stop": True}]
     monkeypatch.setenv(rerun.MAX_ATTEMPTS_VAR, "5")        # read as Gym reads it
     assert rerun.max_attempts() == 5
 

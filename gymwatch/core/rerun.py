@@ -10,19 +10,21 @@ run's files on demand, as the card reads a trial's request: the reducer keeps no
 
 from __future__ import annotations
 
+import mmap
 import os
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
 
 from . import attempts, records
-from .model import SRC_FAILURE_ROW, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, RunState, Trial
+from .model import SRC_FAILURE_ROW, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, TRIAL_STATUSES, Evidence, RunState, Trial
 
 DID_NOT_COMPLETE = (T_FAILED, T_NEVER_RAN, T_MISSING)
+assert set(TRIAL_STATUSES) == {T_PENDING, T_COMPLETED, *DID_NOT_COMPLETE}
 MAX_ATTEMPTS_VAR = "NEMO_GYM_MAX_ROLLOUT_ATTEMPTS"
 DEFAULT_MAX_ATTEMPTS = 3          # Gym's default when the variable is unset or unusable
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RerunTrial:
     """One trial that did not complete, and whether a rerun can fix it."""
 
@@ -30,8 +32,8 @@ class RerunTrial:
     rollout_index: int
     status: str
     input_line: Optional[int]            # its row in the materialized inputs (1-based)
-    attempts_used: int                   # failure-sidecar rows Gym wrote for it (Gym's attempt count)
-    terminal: Optional[Evidence]         # a failure row Gym marked terminal
+    attempts_used: int = 0               # failure-sidecar rows Gym wrote for it (Gym's attempt count)
+    terminal: Optional[Evidence] = None  # a failure row Gym marked terminal
 
     @property
     def rerunnable(self) -> bool:
@@ -43,6 +45,9 @@ class RerunTrial:
         if self.input_line is None:
             return "it has no row in the materialized inputs"
         return ""
+
+    def key(self) -> tuple:
+        return (self.task_index, self.rollout_index)
 
 
 def max_attempts(environ: Optional[dict] = None) -> int:
@@ -58,26 +63,74 @@ def max_attempts(environ: Optional[dict] = None) -> int:
 def plan(state: RunState) -> list[RerunTrial]:
     """Every trial that did not complete, by (task, rollout). Pending trials are left out: a
     running collection may still complete them."""
-    trials = sorted((t for t in state.trials.values() if t.status in DID_NOT_COMPLETE), key=lambda t: t.key)
-    rows = _failure_rows(state, trials)
-    out = []
+    # by values: a pass over the items touches every key tuple too, ~10x the time on a big run
+    done = (T_COMPLETED, T_PENDING)
+    trials = sorted((t for t in state.trials.values() if t.status not in done),
+                    key=lambda t: (t.task_index, t.rollout_index))
+    out: list[RerunTrial] = []
+    rows: dict[str, dict[int, RerunTrial]] = {}      # failure rows to read: file -> line -> trial
     for t in trials:
-        evs = rows.get(t.key, [])
-        terminal = next((ev for ev, row in evs if records.failure_terminal(row)), None)
-        out.append(RerunTrial(t.task_index, t.rollout_index, t.status, t.input_line if t.expected else None,
-                              len(evs), terminal))
+        p = RerunTrial(t.task_index, t.rollout_index, t.status, t.input_line if t.expected else None)
+        if t.source == SRC_FAILURE_ROW or t.earlier:
+            for ev in _failure_evidence(t):
+                p.attempts_used += 1
+                rows.setdefault(ev.file, {})[ev.line] = p
+        out.append(p)
+    _mark_terminal(state.root, rows)
     return out
 
 
+def _failure_evidence(t: Trial) -> Iterator[Evidence]:
+    seen = attempts.attempts(t) or [t.current()]
+    for a in seen:
+        if a.source == SRC_FAILURE_ROW and a.evidence is not None:
+            yield a.evidence
+
+
+def _mark_terminal(root: str, rows: dict[str, dict[int, RerunTrial]]) -> None:
+    """Each trial's first failure row Gym marked terminal, read from the run's files (a file that
+    never names the key is not read line by line: its rows hold whole requests)."""
+    needle = records.FAILURE_TERMINAL_KEY.encode()
+    for file, lines in rows.items():
+        path = file if os.path.isabs(file) else os.path.join(root, file)
+        if not _mentions(path, needle):
+            continue
+        for n, raw in lines_at(path, lines):
+            p = lines[n]
+            if p.terminal is None and needle in raw and _terminal(raw):
+                p.terminal = Evidence(file, n, raw.decode("utf-8", "replace"))
+
+
+def _terminal(raw: bytes) -> bool:
+    try:
+        return records.failure_terminal(records.load_object(raw))
+    except records.BadLine:
+        return False
+
+
+def _mentions(path: str, needle: bytes) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return False
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return m.find(needle) >= 0
+    except (OSError, ValueError):
+        return False
+
+
 def summary_json(plan: list[RerunTrial], retry_input: Optional[dict] = None) -> dict:
-    """The report's `rerun` object."""
+    """The report's `rerun` object: counts, and the trials a rerun has something to say about
+    (those it cannot fix; those Gym already tried more than once)."""
     cap = max_attempts()
-    return {"rerunnable": sum(p.rerunnable for p in plan), "not_rerunnable": sum(not p.rerunnable for p in plan),
-            "max_attempts": cap,
-            "trials": [{"task_index": p.task_index, "rollout_index": p.rollout_index, "status": p.status,
-                        "rerunnable": p.rerunnable, "why_not": p.why_not() or None,
-                        "attempts_used": p.attempts_used, "resume_would_stop": p.attempts_used >= cap,
-                        "terminal": p.terminal.to_json() if p.terminal else None} for p in plan],
+    return {"rerunnable": sum(p.rerunnable for p in plan), "max_attempts": cap,
+            "not_rerunnable": [{"task_index": p.task_index, "rollout_index": p.rollout_index, "status": p.status,
+                                "why": p.why_not(), "attempts_used": p.attempts_used,
+                                "terminal": p.terminal.to_json() if p.terminal else None}
+                               for p in plan if not p.rerunnable],
+            "tried_before": [{"task_index": p.task_index, "rollout_index": p.rollout_index, "status": p.status,
+                              "attempts_used": p.attempts_used, "resume_would_stop": p.attempts_used >= cap}
+                             for p in plan if p.rerunnable and p.attempts_used > 1],
             "retry_input": retry_input}
 
 
@@ -92,36 +145,12 @@ def summary_lines(plan: list[RerunTrial], limit: int) -> list[str]:
     for p in said[:limit]:
         where = f" at {p.terminal.where()}" if p.terminal else ""
         what = (f"cannot be rerun: {p.why_not()}" if not p.rerunnable else
-                f"{p.attempts_used} attempts used; Gym's own resume stops at {cap} ({MAX_ATTEMPTS_VAR}), the retry file runs it again")
+                f"{p.attempts_used} attempts used; Gym's own resume stops at {cap} ({MAX_ATTEMPTS_VAR}), "
+                "the retry file runs it again")
         out.append(f"  task {p.task_index} rollout {p.rollout_index}: {what}{where}")
     if len(said) > limit:
         out.append(f"  ... {len(said) - limit} more")
     return out
-
-
-def _failure_rows(state: RunState, trials: list[Trial]) -> dict[tuple, list[tuple[Evidence, dict]]]:
-    """The failure-sidecar rows of each trial (every attempt's), read from the run's files."""
-    wanted: dict[str, dict[int, tuple]] = {}
-    for t in trials:
-        for ev in _failure_evidence(t):
-            wanted.setdefault(ev.file, {})[ev.line] = t.key
-    out: dict[tuple, list[tuple[Evidence, dict]]] = {}
-    for file, lines in wanted.items():
-        path = file if os.path.isabs(file) else os.path.join(state.root, file)
-        for n, raw in lines_at(path, lines):
-            try:
-                row = records.load_object(raw)
-            except records.BadLine:
-                continue
-            out.setdefault(lines[n], []).append((Evidence(file, n, raw.decode("utf-8", "replace")), row))
-    return out
-
-
-def _failure_evidence(t: Trial) -> Iterator[Evidence]:
-    seen = attempts.attempts(t) or ([t.current()] if t.source == SRC_FAILURE_ROW else [])
-    for a in seen:
-        if a.source == SRC_FAILURE_ROW and a.evidence is not None:
-            yield a.evidence
 
 
 def lines_at(path: str, wanted: Iterable[int]) -> Iterator[tuple[int, bytes]]:
