@@ -44,7 +44,12 @@ def nothing_to_rerun(plan: list[RerunTrial], file: str | os.PathLike) -> str:
 
 
 class RetryRefused(Exception):
-    """Why no retry file was written (one line for the user)."""
+    """Why no retry file was written (one line for the user). `usage`: FILE itself is the
+    problem (exists, inside the run, no such directory), not the run."""
+
+    def __init__(self, message: str, usage: bool = False):
+        super().__init__(message)
+        self.usage = usage
 
 
 @dataclass
@@ -106,11 +111,11 @@ def _target(file: str | os.PathLike, state: RunState, layout: RunLayout) -> Path
     for inside in {Path(state.root).resolve(), *([layout.rollouts.parent.resolve()] if layout.rollouts else [])}:
         if target == inside or target.is_relative_to(inside):
             raise RetryRefused(f"{raw}: inside the run ({inside}); gymwatch never writes into a run: "
-                               "name a file outside it")
+                               "name a file outside it", usage=True)
     if os.path.lexists(target):
-        raise RetryRefused(f"{raw}: already exists; gymwatch does not overwrite it: name a new file")
+        raise RetryRefused(f"{raw}: already exists; gymwatch does not overwrite it: name a new file", usage=True)
     if not target.parent.is_dir():
-        raise RetryRefused(f"{raw}: no such directory {target.parent}")
+        raise RetryRefused(f"{raw}: no such directory {target.parent}", usage=True)
     return target
 
 
@@ -161,7 +166,7 @@ def _create(target: Path, data: bytes) -> None:
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
-        raise RetryRefused(f"{target}: already exists; gymwatch does not overwrite it: name a new file") from None
+        raise RetryRefused(f"{target}: already exists; gymwatch does not overwrite it: name a new file", usage=True) from None
     except OSError as exc:
         raise RetryRefused(f"{target}: cannot create ({exc.strerror})") from None
     try:

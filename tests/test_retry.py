@@ -142,12 +142,12 @@ def test_refuses_to_overwrite_and_to_write_into_the_run(tmp_path, capsys):
     kept = tmp_path / "kept.jsonl"
     kept.write_text("mine\n")
     code, out, err = report(capsys, str(root), "--retry-input", str(kept))
-    assert code == 3 and out == "" and "already exists" in err and kept.read_text() == "mine\n"
+    assert code == 64 and out == "" and "already exists" in err and kept.read_text() == "mine\n"
     for inside in (root / "retry.jsonl", root / "logs" / "retry.jsonl", root / ".." / "run" / "x.jsonl"):
         code, out, err = report(capsys, str(root), "--retry-input", str(inside))
-        assert code == 3 and "inside the run" in err and len(err.splitlines()) == 1
+        assert code == 64 and "inside the run" in err and len(err.splitlines()) == 1
     code, _, err = report(capsys, str(root), "--retry-input", str(tmp_path / "no" / "dir.jsonl"))
-    assert code == 3 and "no such directory" in err
+    assert code == 64 and "no such directory" in err
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
     assert not (tmp_path / "no").exists()
 

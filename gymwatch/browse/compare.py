@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..core.model import Evidence, RunState
 from ..core.sanitize import clean
-from ..diff import Unreadable, compare, counts_text, load, reward, seconds, short_counts, status
+from ..diff import Unreadable, compare, counts_text, load, reward, seconds, short_counts, status, table
 from ..tui.typeahead import closed_early
 from .fmt import rel
 
@@ -121,15 +121,18 @@ class CompareScreen(Screen):
     def _more(self, d: dict[str, Any]) -> Text:
         out = Text()
         out.append("tasks: mean reward and ok/failed/never ran/missing, A -> B\n", style="bold")
-        for t in d["tasks"]:
-            a, b = t["a"], t["b"]
-            same = (a["mean_reward"], short_counts(a)) == (b["mean_reward"], short_counts(b))
-            out.append(f"  task {t['task_index']:>4}  {reward(a['mean_reward'])} -> {reward(b['mean_reward'])}"
-                       f"   {short_counts(a)} -> {short_counts(b)}\n", style="" if same else "yellow")
-        out.append("servers: time to ready (state), A -> B\n", style="bold")
-        for s in d["servers"]:
-            out.append(f"  {clean(s['name']):<28} {seconds(s['a_time_to_ready'])} ({status(s['a_state'])}) -> "
-                       f"{seconds(s['b_time_to_ready'])} ({status(s['b_state'])})\n")
+        same = [(t["a"]["mean_reward"], short_counts(t["a"])) == (t["b"]["mean_reward"], short_counts(t["b"]))
+                for t in d["tasks"]]
+        lines = table(["task", "A mean", "B mean", "A trials", "B trials"],
+                      [[str(t["task_index"]), reward(t["a"]["mean_reward"]), reward(t["b"]["mean_reward"]),
+                        short_counts(t["a"]), short_counts(t["b"])] for t in d["tasks"]], right=frozenset({0, 1, 2}))
+        for line, unchanged in zip(lines, [True, *same]):
+            out.append(line + "\n", style="" if unchanged else "yellow")
+        out.append("servers: time to ready and state\n", style="bold")
+        for line in table(["server", "A ready in", "A state", "B ready in", "B state"],
+                          [[clean(s["name"]), seconds(s["a_time_to_ready"]), status(s["a_state"]),
+                            seconds(s["b_time_to_ready"]), status(s["b_state"])] for s in d["servers"]]):
+            out.append(line + "\n")
         out.append(f"verdicts: {d['a']['verdict']} -> {d['b']['verdict']}", style="bold")
         return out
 

@@ -11,6 +11,7 @@ import re
 from typing import Optional
 
 from . import gymlines as gl
+from . import upstream
 from .model import FAILED, K_AGENT, K_ENVIRONMENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
     RunState, Server, Trial
 
@@ -222,7 +223,7 @@ def abort_cause(state: RunState) -> tuple[Optional[Evidence], list[Evidence], st
     code = status.group(1) if status else "an error"
     why = f"the collector aborted: {target.name} answered {code} on {path or '/'}"
     if upstream:
-        why += f"; upstream {upstream[0].where()} shows `{_brief(upstream[0].text)}`"
+        why += f"; upstream, {said(state, upstream[0])} ({upstream[0].where()})"
     return first or err, related, why
 
 
@@ -244,10 +245,37 @@ def _upstream_errors(state: RunState, target: Server) -> list[Evidence]:
     return out
 
 
-def _brief(text: str, limit: int = 100) -> str:
-    _, body = gl.split_prefix(text)
-    body = " ".join(body.split())
-    return body if len(body) <= limit else body[: limit - 1] + "…"
+def said(state: RunState, ev: Evidence) -> str:
+    """What a cause line says, for a reason, whole: a failed request as who got what from whom and
+    the upstream's own error message (`policy_model got HTTP 500 from the model endpoint U: "stub
+    forced failure"`: from the retry line's `error_msg`, or the `Response content:` line after
+    Gym 0.7's `[upstream_request_failed]`); any other line quoted as it is."""
+    who, body = gl.split_prefix(ev.text)
+    who = who or _owner(state, ev)
+    body = body.strip()
+    answer = upstream.answer(body)
+    if answer is None:
+        answer = _answer_after(state, who, ev)
+    if answer is None:
+        return f"{who} logged `{body}`" if who else f"`{body}`"
+    url, status = upstream.request(body)
+    target = retry_target(state, who or "", url) if url else "its upstream"
+    return f"{who or 'a server'} got {f'HTTP {status}' if status else 'an error'} from {target}: " \
+           f"\"{upstream.message(answer)}\""
+
+
+def _owner(state: RunState, ev: Evidence) -> str:
+    """The server whose own log holds the line."""
+    return next((s.name for s in state.servers.values() if s.log_file == ev.file), "")
+
+
+def _answer_after(state: RunState, who: str, ev: Evidence) -> Optional[str]:
+    """The answer Gym 0.7 logs on the line after an `[upstream_request_failed]` line."""
+    s = state.servers.get(who)
+    for a in s.answers if s is not None else ():
+        if a.file == ev.file and a.line == ev.line + 1:
+            return upstream.answer(gl.split_prefix(a.text)[1])
+    return None
 
 
 def failure_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Evidence]:
@@ -307,12 +335,13 @@ def cause_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Eviden
         # what ended the collector, in reading order (its traceback, then the error it ends
         # with); when that was an HTTP error from a server, where that server's answer came from
         c = state.collector
-        chain = [c.traceback, c.error]
+        chain = [c.traceback, c.error, cut_row(state)]    # a cut row: where the collector stopped
         if c.error is not None and gl.URL_PORT_RE.search(c.error.text):
             first, related, _ = abort_cause(state)
             chain += [first, *related]
         trouble = _trouble(state, memo)
-        chain += [trouble[1].last if trouble else None, cut_short_by(state), c.last_line]
+        cut = cut_row(state)
+        chain += [trouble[1].last if trouble else None, cut_short_by(state), c.last_line if cut is None else None]
     else:
         chain = [trial.evidence]
     chain.append(trial_cause(state, trial, memo))
@@ -355,8 +384,8 @@ def trial_cause(state: RunState, trial: Trial, memo: Memo = None) -> Optional[Ev
     if trial.status == T_MISSING:
         c = state.collector
         trouble = _trouble(state, memo)
-        return (c.error or (trouble[1].last if trouble else None) or cut_short_by(state) or c.last_line
-                or every_trials_cause(state, trial, memo))
+        return (c.error or cut_row(state) or (trouble[1].last if trouble else None) or cut_short_by(state)
+                or c.last_line or every_trials_cause(state, trial, memo))
     return None
 
 
@@ -374,6 +403,13 @@ def every_trials_cause(state: RunState, trial: Trial, memo: Memo = None) -> Opti
     if state.parent.stopping is not None and not (state.collector.finished or state.aggregate_written):
         return state.parent.stopping
     return None
+
+
+def cut_row(state: RunState) -> Optional[Evidence]:
+    """The rollouts file's last row, cut mid-line, of a collection that did not finish: the
+    collector died while writing it (killed, out of memory); the trials it never wrote are missing."""
+    c = state.collector
+    return c.cut_row if c.cut_row is not None and not c.finished and not state.aggregate_written else None
 
 
 def cut_short_by(state: RunState) -> Optional[Evidence]:

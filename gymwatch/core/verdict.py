@@ -11,7 +11,7 @@ from . import attribution
 from . import gymlines as gl
 from .model import (
     FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, Evidence, RunState, Server,
+    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Unreadable,
 )
 
 EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT = 0, 1, 2, 3
@@ -32,7 +32,7 @@ def timed_out_reason(state: RunState, s: Server) -> str:
     limit = f"Gym's {m.group(1)}s spin-up limit" if m else "Gym's spin-up limit"
     doing = s.phase if s.phase and s.phase not in ("failed", "ready") else (
         "starting" if s.last_line else "silent: no output of its own")
-    last = f"; its last line: {s.last_line.strip()[:120]}" if s.last_line.strip() else ""
+    last = f"; its last line: {s.last_line.strip()}" if s.last_line.strip() else ""
     return f"not ready within {limit}; it was {doing}{last}"
 
 
@@ -105,6 +105,21 @@ def mean_reward(state: RunState) -> Optional[float]:
 
 
 def verdict(state: RunState) -> Verdict:
+    """The run's verdict; its related lines each once, none the evidence itself (by file and line:
+    the same line can be reached as two Evidence objects)."""
+    v = _verdict(state)
+    cut = attribution.cut_row(state) if v.name in (V_INCOMPLETE, V_COLLECTION_ABORTED) else None
+    v.related = _related([*v.related, cut], v.evidence)
+    unread = [u for u in state.unreadable.values() if not u.rows]
+    if unread and v.name != V_UNREADABLE:     # what the conclusion was drawn without
+        v.reason += "; not read: " + "; ".join(u.words() for u in unread)
+    return v
+
+
+def _verdict(state: RunState) -> Verdict:
+    rows = [u for u in state.unreadable.values() if u.rows]
+    if rows:
+        return _rows_unreadable(state, rows)
     c = counts(state)
     records = c[T_COMPLETED] + c[T_FAILED] + c[T_NEVER_RAN]
     if records and c[T_NEVER_RAN] == records and state.unattributed_records == 0 and collector_ended(state):
@@ -141,7 +156,7 @@ def verdict(state: RunState) -> Verdict:
         first = _first(state, T_NEVER_RAN)
         v = Verdict(V_SOME_NEVER_RAN, f"{c[T_NEVER_RAN]} of {records} trials never ran: the model was "
                     "never called, their 0.0 rewards are withheld",
-                    first.evidence if first else None, exit_code=EXIT_TRIALS)
+                    attribution.never_ran_row(first) if first else None, exit_code=EXIT_TRIALS)
         cause = attribution.never_ran_cause(state, first)
         if cause:
             v.related.append(cause)
@@ -149,6 +164,18 @@ def verdict(state: RunState) -> Verdict:
     if c[T_FAILED]:
         return _some_failed(state, c)
     return Verdict(V_OK, f"{c[T_COMPLETED]} trials completed", None, exit_code=EXIT_OK)
+
+
+def _rows_unreadable(state: RunState, rows: list[Unreadable]) -> Verdict:
+    """A file of the run's rows could not be read: its trials are neither completed nor missing,
+    they are unknown; the report says so with the unreadable-input exit code."""
+    why = "; ".join(u.words() for u in rows) + ": what the run's trials did is unknown"
+    if state.expected_total is not None:
+        why += f" ({state.expected_total} expected)"
+    others = [u for u in state.unreadable.values() if not u.rows]
+    if others:
+        why += "; not read either: " + "; ".join(u.words() for u in others)
+    return Verdict(V_UNREADABLE, why, None, [], EXIT_INPUT)
 
 
 def _collecting(state: RunState, records: int) -> Verdict:
@@ -351,7 +378,7 @@ def _some_failed(state: RunState, c: dict[str, int]) -> Verdict:
     what, cause, own = _failures(state)
     why = f"{c[T_FAILED]} of {c[T_FAILED] + c[T_COMPLETED]} trials failed{what}; {c[T_COMPLETED]} completed"
     if cause is not None and cause not in own:
-        why += f"; the first failure traces to {cause.file}"
+        why += f"; the first failure traces to {cause.where()}: {attribution.said(state, cause)}"
     return Verdict(V_SOME_FAILED, why, cause or (own[0] if own else None), _related(own, cause), EXIT_TRIALS)
 
 
@@ -365,7 +392,16 @@ def _failures(state: RunState) -> tuple[str, Optional[Evidence], list[Evidence]]
     what = f" ({', '.join(kinds)})" if kinds else ""
     cause = attribution.trial_cause(state, first) if first else None
     own = [e for e in ((first.named_at, first.evidence) if first else ()) if e is not None]
-    return what, cause, own
+    return what, cause, [_described(e, first) for e in own]
+
+
+def _described(e: Evidence, t) -> Evidence:
+    """A row as a verdict's line: a row's evidence has no text (rows are long); its note says what it is."""
+    if e.text or e.note:
+        return e
+    what = ", ".join(x for x in (t.failure_class, f"HTTP {t.http_status}" if t.http_status else "") if x)
+    return Evidence(e.file, e.line, "", f"the row of task {t.task_index} rollout {t.rollout_index}"
+                    + (f" ({what})" if what else ""))
 
 
 def _aborted(state: RunState) -> Verdict:
@@ -406,8 +442,15 @@ def _aborted_after_a_death(state: RunState, dead: Server, ev: Optional[Evidence]
 
 
 def _related(lines: Sequence[Optional[Evidence]], evidence: Optional[Evidence] = None) -> list[Evidence]:
-    """The lines beside a verdict's evidence: each once, in order, without the evidence itself."""
-    return [e for e in dict.fromkeys(lines) if e is not None and e is not evidence]
+    """The lines beside a verdict's evidence: each once (by file and line), in order, without the
+    evidence itself."""
+    seen = {(evidence.file, evidence.line)} if evidence is not None else set()
+    out = []
+    for e in lines:
+        if e is not None and (e.file, e.line) not in seen:
+            seen.add((e.file, e.line))
+            out.append(e)
+    return out
 
 
 def _all_failed(state: RunState) -> bool:
@@ -423,7 +466,7 @@ def _aborted_after_every_trial_failed(state: RunState, died: str) -> Verdict:
     what, cause, own = _failures(state)
     why = f"every one of the {len(state.trials)} trials failed{what}"
     if cause is not None and cause not in own:
-        why += f"; the first failure traces to {cause.where()}"
+        why += f"; the first failure traces to {cause.where()}: {attribution.said(state, cause)}"
     why += f"; then {died}"
     return Verdict(V_COLLECTION_ABORTED, why, cause or (own[0] if own else c.error or c.traceback),
                    _related([*own, c.error, c.traceback], cause), EXIT_RUN)
@@ -442,8 +485,11 @@ def _incomplete(state: RunState) -> Verdict:
         ended = f" ({quiet})" if quiet else _exit_words(c.exit_code)
     why = (f"the collector ended without `Finished rollout collection!`{ended}; "
            f"{n} trials missing" if not c.finished else f"collection finished but {n} expected trials have no row")
-    related = [e for e in (c.last_line if shut else None, attribution.agent_log_evidence(state)) if e]
-    evidence = (c.error if c.interrupted else None) or shut or c.last_line or c.error
+    cut = attribution.cut_row(state)
+    if cut is not None and not c.interrupted:
+        why += f"; its last row ({cut.where()}) is cut mid-line: the collector died while writing it"
+    related = [e for e in (c.last_line if shut and cut is None else None, attribution.agent_log_evidence(state)) if e]
+    evidence = (c.error if c.interrupted else None) or cut or shut or c.last_line or c.error
     trouble = attribution.connection_trouble(state) if not c.finished else None
     if trouble is not None:      # what stalled it: the collection waited on a connection that never came
         why += f"; before that, {attribution.retry_words(state, *trouble)}"
