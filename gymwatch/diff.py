@@ -85,6 +85,14 @@ def _task_stats(trials: list[Trial]) -> dict[str, Any]:
     return out
 
 
+def _by_task(state: RunState) -> dict[int, list[Trial]]:
+    """One walk over the trials (not one per task: quadratic on big runs)."""
+    out: dict[int, list[Trial]] = {}
+    for (task, _), t in state.trials.items():
+        out.setdefault(task, []).append(t)
+    return out
+
+
 def _time_to_ready(state: RunState, name: str) -> Optional[float]:
     from .report import time_to_ready
 
@@ -108,11 +116,9 @@ def compare(a: RunState, b: RunState, paths: Optional[tuple[str, str]] = None) -
                 "a_status": ta.status if ta else None, "b_status": tb.status if tb else None,
                 "a_reward": ta.reward if ta else None, "b_reward": tb.reward if tb else None,
                 "change": what})
-    tasks = []
-    for task in sorted({k[0] for k in keys}):
-        ga = [t for k, t in a.trials.items() if k[0] == task]
-        gb = [t for k, t in b.trials.items() if k[0] == task]
-        tasks.append({"task_index": task, "a": _task_stats(ga), "b": _task_stats(gb)})
+    by_task_a, by_task_b = _by_task(a), _by_task(b)
+    tasks = [{"task_index": task, "a": _task_stats(by_task_a.get(task, [])), "b": _task_stats(by_task_b.get(task, []))}
+             for task in sorted(by_task_a.keys() | by_task_b.keys())]
     stats, per_task = diffstats.paired_stats(a, b)
     for t in tasks:
         t.update(per_task.get(t["task_index"]) or diffstats.TaskPairs().json(False))

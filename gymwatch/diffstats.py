@@ -15,6 +15,7 @@ trials is not thereby worse at the task.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -127,6 +128,7 @@ def paired_stats(a: RunState, b: RunState) -> tuple[dict[str, Any], dict[int, di
     n = sum(t.paired for t in paired)
     binary = bool(paired) and all(t.binary for t in paired)
     tasks = {i: t.json(binary) for i, t in p.tasks.items()}
+    directions = Counter(t["direction"] for t in tasks.values())
     out: dict[str, Any] = {
         "paired_trials": n, "paired_tasks": len(paired),
         "unpaired": {"a_only": sum(p.a_only.values()), "b_only": sum(p.b_only.values()), "neither": p.neither,
@@ -137,12 +139,11 @@ def paired_stats(a: RunState, b: RunState) -> tuple[dict[str, Any], dict[int, di
         "confidence": stats.CONFIDENCE, "interval": None, "interval_method": None, "no_interval": None,
         "resamples": None, "seed": None,
         "test": None, "p_value": None, "discordant": None,
-        "tasks_worse": sum(1 for t in paired if t.direction() == "worse"),
-        "tasks_better": sum(1 for t in paired if t.direction() == "better"),
-        "tasks_same": sum(1 for t in paired if t.direction() == "same"),
-        "flipped": [{"task_index": i, "flip": tasks[i]["flip"], "paired": t.paired}
-                    for i, t in sorted(p.tasks.items(), key=lambda it: (tasks[it[0]]["flip"] != "pass_to_fail", it[0]))
-                    if tasks[i]["flip"]],
+        "tasks_worse": directions.get("worse", 0), "tasks_better": directions.get("better", 0),
+        "tasks_same": directions.get("same", 0),
+        "flipped": sorted(({"task_index": i, "flip": t["flip"], "paired": t["paired"]}
+                           for i, t in tasks.items() if t["flip"]),
+                          key=lambda f: (f["flip"] != "pass_to_fail", f["task_index"])),
     }
     if n:
         out["a_mean"] = sum(t.sum_a for t in paired) / n
