@@ -1,18 +1,28 @@
-# Two commands do all set-up: `make demo` (the main job) and `make test` (the test suite).
+# Two commands do all set-up: `make demo` (the main job) and `make test` (the test suite). Both use
+# one .venv: `make demo` installs gymwatch and what it runs; `make install` (and so `make test`,
+# `make lint`) adds the pinned test stack. Each install is done once, again when pyproject.toml changes.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/gymwatch: pyproject.toml
+$(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+
+# gymwatch (editable) and its runtime dependencies
+$(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# ... and the test stack (which installs the runtime too)
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
-	touch $(BIN)/gymwatch
+	touch $@ $(VENV)/.installed-runtime
 
 .PHONY: install demo test lint bench screenshots
-install: $(BIN)/gymwatch
+install: $(VENV)/.installed-test
 
-demo: install
+demo: $(VENV)/.installed-runtime
 	$(BIN)/gymwatch demo
 
 # The end-to-end tests need real Gyms (0.4.0, and 0.7.0 on a CPython >= 3.13.14 built once, ~8 min)

@@ -12,18 +12,36 @@ from . import __version__
 from .core.layout import NotARun
 from .core.verdict import EXIT_INPUT
 
-EPILOG = """exit codes (report): 0 ok or still running; 1 some trials failed / never ran / missing;
-2 no agent ran, startup failed or collection aborted; 3 unreadable input or not a run."""
+# Not verdicts: a script must tell a mistyped command from a run that failed (sysexits.h's codes).
+EXIT_USAGE = 64       # EX_USAGE: the command line is wrong (argparse's own 2 is a verdict here)
+EXIT_INTERNAL = 70    # EX_SOFTWARE: gymwatch itself failed (a bug: --debug shows the traceback)
+
+EPILOG = f"""exit codes: 0 ok or still running; 1 some trials failed / never ran / missing (diff: some
+trial got worse); 2 no agent ran, startup failed or collection aborted; 3 unreadable input or not a
+run; {EXIT_USAGE} usage error (a wrong command line); {EXIT_INTERNAL} internal error; 130 interrupted (Ctrl-C)."""
 
 
 class UserError(Exception):
     """A problem the user can fix: printed as one line, never a traceback."""
 
 
+class UsageError(UserError):
+    """The command line itself is wrong (a value out of range, a missing gym command): exit 64."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, exiting EXIT_USAGE on a bad command line: its own 2 is the exit code of a failed
+    run. Subcommands' parsers are made of the same class (add_subparsers uses the parent's)."""
+
+    def error(self, message: str):   # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
 def _report(args: argparse.Namespace) -> int:
     from .core.session import read_run
     from .core.verdict import verdict
-    from .report import malformed_summary, render, write_json
+    from .report import malformed_summary, render, unreadable_lines, write_json
 
     # The model lives until the process ends: keep the cyclic collector off its ~5 objects a
     # trial. Collections while the report is written walked them all (~0.07 s for 100k trials),
@@ -49,6 +67,8 @@ def _report(args: argparse.Namespace) -> int:
     else:
         text, code = render(session.state, args.format)
         sys.stdout.write(text)
+    for line in unreadable_lines(session.state):
+        print(f"gymwatch: {line}", file=sys.stderr)
     warning = malformed_summary(session.state)
     if warning:
         print(f"gymwatch: {warning}", file=sys.stderr)
@@ -70,7 +90,7 @@ def _attach(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gymwatch", description="Watch, triage and report NVIDIA NeMo Gym runs.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gymwatch {__version__}")
@@ -119,6 +139,19 @@ def _load_extras() -> None:
             EXTRA_COMMANDS.append(m.register)
 
 
+def _not_a_command(parser: argparse.ArgumentParser, word: str, known: set[str]) -> None:
+    """`gymwatch WORD` means attach WORD; but a WORD that is no path and is spelled like a command
+    is a mistyped command (a usage error), not a run that cannot be read."""
+    import difflib
+
+    if os.path.lexists(word):
+        return
+    close = difflib.get_close_matches(word, sorted(k for k in known if not k.startswith("-")), n=1, cutoff=0.75)
+    if close:
+        parser.error(f"unknown command {word!r} (did you mean {close[0]!r}?); "
+                     f"`gymwatch PATH` opens the run at PATH, and {word!r} is no such file or directory")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if [a for a in argv if a != "--debug"][:1] != ["report"]:   # the report needs none of them (~12 ms
@@ -127,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     known = {"report", "attach", "-h", "--help", "--version", "--debug"} | set(
         parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
     if argv and argv[0] not in known and not argv[0].startswith("-"):
+        _not_a_command(parser, argv[0], known)
         argv.insert(0, "attach")   # `gymwatch PATH` means attach
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -134,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.func(args)
+    except UsageError as exc:
+        print(f"gymwatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (NotARun, UserError) as exc:
         print(f"gymwatch: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -148,4 +185,4 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"gymwatch: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
               file=sys.stderr)
-        return EXIT_INPUT
+        return EXIT_INTERNAL

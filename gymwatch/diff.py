@@ -11,8 +11,8 @@ whatever wrote it. The comparison lists
   whether it got worse: completed in A and failed / never ran / missing / absent in B, or a lower
   reward in B;
 - per task, the mean reward (over completed trials, as the report's) and the status counts in each;
-- per server, its time to ready in each (null when the run's lines carry no time: a recorded run
-  read after the fact) and its state;
+- per server, its time to ready in each (null, "not timed" in the text, when the run was not
+  watched live: a recorded run read after the fact, whose servers' lines carry no time) and its state;
 - the two verdicts.
 
 Exit codes: 0 no trial got worse, 1 some did, 3 a side is unreadable (one line naming its path).
@@ -146,11 +146,26 @@ def status(x: Optional[str]) -> str:
 
 
 def seconds(x: Optional[float]) -> str:
-    return "?" if x is None else f"{x:.1f}s"
+    return NOT_TIMED if x is None else f"{x:.1f}s"
+
+
+# A run read after the fact (recorded, copied) has no time for its servers' lines: gymwatch times a
+# server's start only while it watches (docs/gym-formats.md: server lines carry no timestamps).
+NOT_TIMED = "not timed"
 
 
 def counts_text(c: dict[str, Any]) -> str:
     return f"{c[T_COMPLETED]} ok, {c[T_FAILED]} failed, {c[T_NEVER_RAN]} never ran, {c[T_MISSING]} missing"
+
+
+def table(header: list[str], rows: list[list[str]], right: frozenset[int] = frozenset(), indent: str = "  ") -> list[str]:
+    """Rows under a header, each column as wide as its widest cell (`right`: numbers, right-aligned)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    out = []
+    for r in [header, *rows]:
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
 
 
 def to_text(d: dict[str, Any]) -> str:
@@ -164,22 +179,26 @@ def to_text(d: dict[str, Any]) -> str:
     out += stats_lines(d)
     n = len(d["trials"])
     out.append(f"trials that changed: {n}" + (f" ({d['worse']} worse, {d['better']} better)" if n else ""))
-    for t in d["trials"]:
-        out.append(f"  task {t['task_index']:>4} rollout {t['rollout_index']:>3}:  "
-                   f"{status(t['a_status'])} {reward(t['a_reward'])}  ->  {status(t['b_status'])} "
-                   f"{reward(t['b_reward'])}" + ("   WORSE" if t["change"] == "worse" else ""))
+    if n:
+        out += table(["task", "rollout", "A status", "A reward", "B status", "B reward", ""],
+                     [[str(t["task_index"]), str(t["rollout_index"]), status(t["a_status"]), reward(t["a_reward"]),
+                       status(t["b_status"]), reward(t["b_reward"]), "WORSE" if t["change"] == "worse" else t["change"]]
+                      for t in d["trials"]], right=frozenset({0, 1, 3, 5}))
     out.append("")
-    out.append("tasks (A -> B; trials ok/failed/never ran/missing):")
+    out.append("tasks (trials ok/failed/never ran/missing; * changed; paired: the trials both runs scored):")
+    rows = []
     for t in d["tasks"]:
         a, b = t["a"], t["b"]
-        mark = "" if (a["mean_reward"], counts_key(a)) == (b["mean_reward"], counts_key(b)) else "  *"
-        out.append(f"  task {t['task_index']:>4}: mean {reward(a['mean_reward'])} -> {reward(b['mean_reward'])};"
-                   f"  {short_counts(a)} -> {short_counts(b)};  {paired_text(t)}{mark}")
+        same = (a["mean_reward"], counts_key(a)) == (b["mean_reward"], counts_key(b))
+        rows.append([str(t["task_index"]), reward(a["mean_reward"]), reward(b["mean_reward"]), short_counts(a),
+                     short_counts(b), *paired_cells(t), "" if same else "*"])
+    out += table(["task", "A mean", "B mean", "A trials", "B trials", "paired", "A -> B paired", "change", "flipped", ""],
+                 rows, right=frozenset({0, 1, 2, 5, 7}))
     out.append("")
-    out.append("servers, time to ready (A -> B):")
-    for s in d["servers"]:
-        out.append(f"  {clean(s['name']):<28} {seconds(s['a_time_to_ready'])} ({status(s['a_state'])}) -> "
-                   f"{seconds(s['b_time_to_ready'])} ({status(s['b_state'])})")
+    out.append(f"servers (time to ready: {NOT_TIMED} when the run was not watched live):")
+    out += table(["server", "A ready in", "A state", "B ready in", "B state"],
+                 [[clean(s["name"]), seconds(s["a_time_to_ready"]), status(s["a_state"]),
+                   seconds(s["b_time_to_ready"]), status(s["b_state"])] for s in d["servers"]])
     out.append("")
     out.append(f"verdicts: {d['a']['verdict']} -> {d['b']['verdict']}")
     out.append("no trial got worse" if not d["worse"] else f"{d['worse']} trial(s) got worse")
@@ -204,13 +223,12 @@ def stats_lines(d: dict[str, Any]) -> list[str]:
     return out
 
 
-def paired_text(t: dict[str, Any]) -> str:
-    """A task's paired figures: 'paired 2: 1.000 -> 0.000 (-1.000, passed -> failed)'."""
+def paired_cells(t: dict[str, Any]) -> list[str]:
+    """A task's paired figures: its paired trials, their mean in A -> in B, the change, the flip."""
     if not t["paired"]:
-        return "paired 0"
-    flip = {"pass_to_fail": ", passed -> failed", "fail_to_pass": ", failed -> passed"}.get(t["flip"] or "", "")
-    return (f"paired {t['paired']}: {reward(t['a_paired_mean'])} -> {reward(t['b_paired_mean'])} "
-            f"({signed(t['change'])}{flip})")
+        return ["0", "", "", ""]
+    return [str(t["paired"]), f"{reward(t['a_paired_mean'])} -> {reward(t['b_paired_mean'])}", signed(t["change"]),
+            FLIP_WORDS.get(t["flip"] or "", "")]
 
 
 def counts_key(c: dict[str, Any]) -> tuple:

@@ -27,15 +27,15 @@ from typing import Iterator, Optional
 from .core import attribution
 from .core.model import (
     FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, V_COLLECTION_ABORTED, V_NO_AGENT_RAN,
-    V_STARTUP_FAILED, Evidence, RunState, Trial,
+    V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Trial,
 )
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
-from .report import HEADLINES, sorted_trials, to_text
+from .report import HEADLINES, said, sorted_trials, to_text
 
 # Characters XML 1.0 does not allow anywhere, even as character references.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-RUN_ERRORS = (V_STARTUP_FAILED, V_COLLECTION_ABORTED, V_NO_AGENT_RAN)
+RUN_ERRORS = (V_STARTUP_FAILED, V_COLLECTION_ABORTED, V_NO_AGENT_RAN, V_UNREADABLE)
 MESSAGE_MAX = 1000      # characters of a failure message attribute (the body has the rest)
 
 
@@ -89,7 +89,8 @@ def trial_failure(state: RunState, t: Trial, memo: attribution.Memo = None) -> t
         return "", "", "", ""
     cause = attribution.trial_cause(state, t, memo)
     ev = t.evidence or (cause if t.status == T_MISSING else None)
-    why = " ".join(clean(_why(t)).split())
+    rows = [u.words() for u in state.unreadable.values() if u.rows]
+    why = " ".join(clean(f"unknown: {'; '.join(rows)}" if rows and t.status == T_PENDING else _why(t)).split())
     where = _where(ev) or _where(cause)
     message = why[:MESSAGE_MAX] + (f" ({where})" if where else "")
     body = [why]
@@ -111,11 +112,11 @@ def run_error(state: RunState, v: Verdict) -> Optional[tuple[str, str, str]]:
     if v.name not in RUN_ERRORS:
         return None
     where = _where(v.evidence)
-    message = " ".join(clean(v.reason).split())[:MESSAGE_MAX] + (f" ({where})" if where else "")
+    message = " ".join(clean(v.reason).split()) + (f" ({where})" if where else "")     # whole: never cut
     body = [f"{HEADLINES.get(v.name, v.name)}: {v.reason}"]
     if v.evidence is not None:
-        body.append(f"evidence: {v.evidence.where()}  {v.evidence.text.strip()}")
-    body += [f"related: {e.where()}  {e.text.strip()}" for e in v.related[:10]]
+        body.append(f"evidence: {v.evidence.where()}  {said(v.evidence)}".rstrip())
+    body += [f"related: {e.where()}  {said(e)}".rstrip() for e in v.related[:10]]
     for s in state.servers.values():
         if s.state == FAILED:
             body.append(f"server {s.name} failed: {s.failure_reason}" + (f" ({s.failure.where()})" if s.failure else ""))

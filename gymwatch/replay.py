@@ -4,6 +4,10 @@ With SRC/timeline.jsonl ({t, file, size} lines) each file gets `final_bytes[:siz
 Without one, a plausible timeline is synthesized: logs first, the materialized inputs at once,
 rollout rows appended one by one (each written in two halves: a partial line, then the rest),
 end-of-run files last.
+
+DST is the replay's own output, so it says what it is in a marker file (`.gymwatch-replay`: the
+source and the speed): the screen then looks for no processes, and its clock runs at the replay's
+speed, so a duration on screen is the run's own and agrees with what Gym says (`core.layout.replay_speed()`).
 """
 
 from __future__ import annotations
@@ -107,17 +111,20 @@ def _rows(rel: str, data: bytes, t0: float, t1: float, halves: bool, chunks: int
 class Replayer:
     """Applies timeline steps to DST; `step_to(t)` writes everything due by recorded time t."""
 
-    def __init__(self, src: Path | str, dst: Path | str, steps: Optional[list[Step]] = None):
-        self.src, self.dst = Path(src), Path(dst)
+    def __init__(self, src: Path | str, dst: Path | str, steps: Optional[list[Step]] = None, speed: float = 1.0):
+        self.src, self.dst, self.speed = Path(src), Path(dst), float(speed)
         if not self.src.is_dir():
-            raise ReplayError(f"{src}: not a directory")
+            raise ReplayError(f"{src}: {'not a directory' if self.src.exists() else 'no such file or directory'}")
+        if not self.speed > 0:
+            raise ReplayError("--speed must be > 0")
         check_empty(self.dst)
         self.steps = steps if steps is not None else load_timeline(self.src)
         self.pos = 0
         self.sizes: dict[str, int] = {}
         self._final: dict[str, bytes] = {}
         self.dst.mkdir(parents=True, exist_ok=True)
-        (self.dst / REPLAY_MARKER).write_text(json.dumps({"src": str(self.src)}) + "\n", encoding="utf-8")
+        marker = {"src": str(self.src), "speed": self.speed}
+        (self.dst / REPLAY_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
 
     @property
     def end(self) -> float:
@@ -151,8 +158,9 @@ class Replayer:
             fh.write(data[have:size])
         self.sizes[step.file] = size
 
-    def run(self, speed: float = 1.0, sleep: Callable[[float], None] = time.sleep,
-            until: Optional[float] = None) -> None:
+    def run(self, sleep: Callable[[float], None] = time.sleep, until: Optional[float] = None) -> None:
+        """Write the steps as they fall due at the replay's speed (the one its marker says)."""
+        speed = self.speed
         start = time.monotonic()
         stop = self.end if until is None else min(until, self.end)
         while not self.done and self.steps[self.pos].t <= stop:
@@ -179,15 +187,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
-    if args.speed <= 0:
-        print("gymwatch: --speed must be > 0", file=sys.stderr)
-        return 3
+    if not args.speed > 0:
+        from .cli import UsageError
+
+        raise UsageError(f"replay: --speed must be > 0 (got {args.speed:g})")
     try:
-        rp = Replayer(args.src, args.dst)
+        rp = Replayer(args.src, args.dst, speed=args.speed)
     except (ReplayError, OSError, ValueError, KeyError) as exc:
         print(f"gymwatch: {exc}", file=sys.stderr)
         return 3
     print(f"replaying {args.src} into {args.dst}: {len(rp.steps)} steps over "
           f"{rp.end / args.speed:.1f}s", file=sys.stderr)
-    rp.run(args.speed, until=args.until)
+    rp.run(until=args.until)
     return 0

@@ -13,7 +13,8 @@ from . import __version__
 from .core import attempts, attribution, gymversion, health
 from .core.model import (
     EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
-    V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, EndpointWait,
+    V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
+    EndpointWait,
     Evidence, GymHealth, Retrying, RunState, Server, Trial,
 )
 from .core.forkchild import fork_child
@@ -138,6 +139,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
         "collector": {"started": c.started, "finished": c.finished, "alive": c.alive, "exit_code": c.exit_code,
                       "progress": list(c.progress) if c.progress else None,
                       "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line),
+                      "cut_row": _ev(c.cut_row),
                       "retrying": retrying_json(state, c.retrying)},
         "aggregate_metrics_written": state.aggregate_written,
         "gym_health": health_totals_json(state),
@@ -146,15 +148,21 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
         "malformed": {"count": state.malformed_count,
                       "lines": [{"file": m.file, "line": m.line, "reason": m.reason} for m in state.malformed]},
         "unattributed_records": state.unattributed_records,
-        "notes": state.notes,
+        "notes": notes(state),
+        "unreadable": [{"file": u.file, "reason": u.reason, "rows": u.rows} for u in state.unreadable.values()],
     }
+
+
+def notes(state: RunState) -> list[str]:
+    """What gymwatch did not read, and why: files it left out, files it could not read."""
+    return [*state.notes, *(u.words() for u in state.unreadable.values())]
 
 
 # --- text -------------------------------------------------------------------------------
 HEADLINES = {
     V_OK: "OK", V_SOME_FAILED: "SOME TRIALS FAILED", V_SOME_NEVER_RAN: "SOME TRIALS NEVER RAN", V_NO_AGENT_RAN: "NO AGENT RAN",
     V_COLLECTION_ABORTED: "COLLECTION ABORTED", V_STARTUP_FAILED: "STARTUP FAILED",
-    V_INCOMPLETE: "INCOMPLETE", V_STARTING: "STARTING", V_COLLECTING: "COLLECTING",
+    V_INCOMPLETE: "INCOMPLETE", V_STARTING: "STARTING", V_COLLECTING: "COLLECTING", V_UNREADABLE: "UNREADABLE",
 }
 
 
@@ -167,10 +175,16 @@ def _fmt_reward(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def said(e: Evidence) -> str:
+    """What an evidence line shows: its text, else its note (a row has no text: the note says what
+    it is)."""
+    return e.text.strip() or e.note
+
+
 def _line(e: Optional[Evidence]) -> str:
     if e is None:
         return ""
-    text = clean(e.text.strip())
+    text = clean(said(e))
     return f"{e.where()}" + (f"  {_cut(text, 160)}" if text else "")
 
 
@@ -188,7 +202,7 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
         out.append(f"  see {_line(v.evidence)}")
     for e in v.related[:6]:
         out.append(f"  also {_line(e)}")
-    for note in state.notes:
+    for note in notes(state):
         out.append(f"  note: {clean(note)}")
     out.append("")
     out.extend(_servers_text(state))
@@ -222,6 +236,11 @@ def malformed_summary(state: RunState) -> str:
             f"{clean(m.reason)} (all listed in the report)")
 
 
+def unreadable_lines(state: RunState) -> list[str]:
+    """One line for stderr per file or directory of the run that could not be read."""
+    return [clean(u.words()) for u in state.unreadable.values()]
+
+
 def _servers_text(state: RunState) -> list[str]:
     if not state.servers:
         return ["servers: none seen yet"]
@@ -251,15 +270,17 @@ def _trials_text(state: RunState) -> list[str]:
     total = len(state.trials)
     parts = ", ".join(f"{c[k]} {k.replace('_', '-')}" for k in TRIAL_STATUSES if c[k])
     mr = mean_reward(state)
+    unread = [u.file for u in state.unreadable.values() if u.rows]
     out = [f"trials: {total}" + (f" ({parts})" if parts else "") +
-           (f"; mean reward {mr:.3f} over {c[T_COMPLETED]} completed" if mr is not None else "")]
+           (f"; mean reward {mr:.3f} over {c[T_COMPLETED]} completed" if mr is not None else "") +
+           (f"; unknown: {', '.join(unread)} could not be read" if unread else "")]
     problems = [t for t in sorted_trials(state) if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING)]
     for t in problems[:SHOW_TRIALS]:
         key = f"task {t.task_index} rollout {t.rollout_index}" + (
             f" attempt {t.attempt_index}" if t.attempt_index is not None else "")
         what = t.status.replace("_", "-")
         if t.status == T_FAILED:
-            what += f" ({clean(t.failure_class)}{': ' + _cut(clean(t.message), 80) if t.message else ''})"
+            what += failure_words(t)
         if t.status == T_NEVER_RAN and t.withheld_reward is not None:
             what += f" (recorded reward {t.withheld_reward} withheld)"
         ev = t.evidence or attribution.trial_cause(state, t)
@@ -269,13 +290,21 @@ def _trials_text(state: RunState) -> list[str]:
     return out
 
 
+def failure_words(t: Trial) -> str:
+    """` (class, HTTP status: message)` of a failed trial, as much as it has; '' for none."""
+    head = ", ".join(x for x in (clean(t.failure_class), f"HTTP {t.http_status}" if t.http_status else "") if x)
+    message = _cut(clean(t.message), 80) if t.message else ""
+    words = head + (": " if head and message else "") + message
+    return f" ({words})" if words else ""
+
+
 def to_markdown(state: RunState, v: Optional[Verdict] = None) -> str:
     v = v or verdict(state)
     md = [f"# gymwatch report: {HEADLINES.get(v.name, v.name)}", "", f"**{_md(v.reason)}**", ""]
     if v.evidence:
-        md.append(f"- evidence: `{v.evidence.where()}` {_md(_cut(v.evidence.text.strip(), 160))}")
+        md.append(f"- evidence: `{v.evidence.where()}` {_md(_cut(said(v.evidence), 160))}".rstrip())
     for e in v.related[:6]:
-        md.append(f"- related: `{e.where()}` {_md(_cut(e.text.strip(), 160))}")
+        md.append(f"- related: `{e.where()}` {_md(_cut(said(e), 160))}".rstrip())
     md += ["", "| server | kind | state | port | errors | evidence |", "|---|---|---|---|---|---|"]
     for s in state.servers.values():
         ev = s.failure or s.ready_evidence

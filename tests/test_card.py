@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import CASES, CASES07
+from conftest import CASES, CASES07, RECORDED070
 
 from gymwatch.core import card
 from gymwatch.core.model import Evidence
@@ -111,3 +111,26 @@ def test_an_error_body_that_is_not_a_chain_is_left_as_it_is():
 def test_a_missing_trial_card_shows_what_it_was_asked():
     c, _ = card_of(CASES / "aborted_500", (1, 0))
     assert c.status == "missing" and c.conversation and "expected" in dict(c.facts)
+
+
+def test_a_failure_gym_gave_no_class_is_said_as_its_failing_call():
+    """Gym 0.7's `[rollout_collection] /run failed status=500 row={...}` names the trial, not a class:
+    the card says which call failed and where (0.7's collector POSTs /run to the environment server)."""
+    c, _ = card_of(RECORDED070 / "g070_env_interrupted_mid_collection", (2, 0))
+    assert c.status == "failed"
+    assert c.rule[0] == "failed: /run at mcqa_environment_server answered HTTP 500"
+
+
+def test_a_failed_run_without_environment_servers_went_to_the_agent(tmp_path):
+    from runbuilder import Run, rollout
+
+    run = Run(tmp_path)
+    run.ready_server("env_agent", 16000)
+    run.expect(2)
+    run.rows("", rollout(0))
+    run.lines("gym_eval_run.stdout.log",
+              '[rollout_collection] /run failed status=502 row={"_ng_rollout_index": 0, "_ng_task_index": 1, '
+              '"agent_name": "env_agent"}')
+    run.finish()
+    c, _ = card_of(tmp_path, (1, 0))
+    assert c.rule[0] == "failed: /run at env_agent answered HTTP 502"

@@ -152,3 +152,34 @@ def test_compare_walks_each_runs_trials_a_few_times_whatever_the_number_of_tasks
     d = compare(run(1.0), run(0.0))
     assert len(d["tasks"]) == 200 and d["stats"]["tasks_worse"] == 200
     assert Counted.walks < 20
+
+
+def _columns(line: str) -> list[int]:
+    """Where each cell of a table line ends (cells are separated by two spaces or more)."""
+    import re
+
+    return [m.end() for m in re.finditer(r"\S+(?: \S+)*", line)]
+
+
+def test_the_text_is_tables_and_a_recorded_runs_servers_say_not_timed(capsys):
+    code = main(["diff", str(CASES / "mixed_ok"), str(FIXTURES / "gym-0.7.0-recorded" / "g070_agent_killed"),
+                 "--no-process-check"])
+    text = capsys.readouterr().out
+    assert code == 1 and "?" not in text.split("servers", 1)[1]
+    lines = text.splitlines()
+    tasks = lines[lines.index(next(x for x in lines if x.startswith("tasks (trials ok/failed/never ran/missing"))) + 1:]
+    tasks = tasks[: tasks.index("")]
+    assert tasks[0].split()[:9] == ["task", "A", "mean", "B", "mean", "A", "trials", "B", "trials"]
+    ends = {tuple(_columns(line)[:5]) for line in tasks[1:]}
+    assert len(ends) == 1, tasks          # task, both means and both counts end at the same columns
+    servers = lines[lines.index("servers (time to ready: not timed when the run was not watched live):") + 1:]
+    servers = servers[: servers.index("")]
+    assert servers[0].split()[:3] == ["server", "A", "ready"]
+    for line in servers[1:]:
+        assert "not timed" in line and "(exited)" not in line
+    # a server only one run has: absent on the other side, in its own column
+    agent = next(line for line in servers if "mcqa_environment_server" in line)
+    assert agent.split()[-1] == "exited" and "absent" in agent
+    trials = lines[lines.index(next(x for x in lines if x.startswith("trials that changed"))) + 1:]
+    trials = trials[: trials.index("")]
+    assert len({_columns(line)[1] for line in trials}) == 1      # rollout numbers right-aligned in one column

@@ -186,7 +186,9 @@ def test_text_and_markdown_carry_the_statistics(tmp_path, capsys):
     assert "McNemar exact (0/1 rewards): 19 passed in A only, 7 in B only; p = 0.03" in text
     assert "95% interval: 2000 resamples of the tasks, seed 37" in text
     assert "    task 3: passed in A, failed in B (4 paired trials)" in text
-    assert "paired 4: 1.000 -> 0.000 (-1.000, passed -> failed)" in text
+    row = next(line for line in text.splitlines() if line.split()[:2] == ["3", "1.000"])
+    assert row.split() == ["3", "1.000", "0.000", "4/0/0/0", "4/0/0/0", "4", "1.000", "->", "0.000", "-1.000",
+                           "passed", "->", "failed", "*"]
     _, md = diff(capsys, a, b, "md")
     assert f"## Statistics\n\nPaired on (task, rollout): the trials both runs scored.\n\n**{verdict}**\n" in md
     assert "- task 8: failed in A, passed in B (4 paired trials)" in md

@@ -200,9 +200,11 @@ def test_file_without_read_permission(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "open", deny)
     state = read_run(str(tmp_path), check_processes=False).state
-    assert any(m.file == "rollouts.jsonl" and "Permission denied" in m.reason for m in state.malformed)
-    text, _ = render(state, "text")
-    assert "rollouts.jsonl:0  cannot read: Permission denied" in text
+    assert state.malformed_count == 0             # not an unusable line (it was `rollouts.jsonl:0`)
+    assert state.unreadable["rollouts.jsonl"].reason == "Permission denied"
+    text, code = render(state, "text")
+    assert code == 3 and text.startswith("UNREADABLE: cannot read rollouts.jsonl: Permission denied")
+    assert "rollouts.jsonl:0" not in text
 
 
 def test_symlink_loop(tmp_path):
@@ -314,7 +316,7 @@ def test_debug_flag_shows_traceback_otherwise_one_line(tmp_path, monkeypatch):
             "sys.exit(main(sys.argv[1:]))\n")
     plain = subprocess.run([sys.executable, "-c", code, "report", str(tmp_path)], capture_output=True, text=True,
                            env=env, timeout=60)
-    assert plain.returncode == 3 and "Traceback" not in plain.stderr
+    assert plain.returncode == 70 and "Traceback" not in plain.stderr   # internal: not a verdict, not input
     assert plain.stderr.strip().count("\n") == 0 and "--debug" in plain.stderr
     debug = subprocess.run([sys.executable, "-c", code, "--debug", "report", str(tmp_path)], capture_output=True,
                            text=True, env=env, timeout=60)

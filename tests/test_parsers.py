@@ -341,3 +341,15 @@ def test_aggregate_metrics_count_only_once_whole(data, whole):
     else:
         with pytest.raises(ValueError):
             _whole_json(data)
+
+
+@pytest.mark.parametrize("text, key, named", [
+    ('[rollout_collection] /run failed status=500 row={"_ng_rollout_index": 1, "_ng_task_index": 4}', (4, 1), True),
+    ('[rollout_collection] /run failed status=500 row={"_ng_rollout_index": 1, "_ng_task_index": 4}', (4, 0), False),
+    ('(agent) body: {\\"_ng_task_index\\": 12, \\"_ng_rollout_index\\": 0}', (12, 0), True),
+    ("(agent) task _ng_task_index=3 failed", (3, 2), True),         # the task alone: each of its rollouts
+    ('(agent) {"_ng_task_index": 31}', (3, 0), False),
+    ("(agent) aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected", (0, 0), False),
+])
+def test_a_line_names_a_trial_by_gyms_keys(text, key, named):
+    assert gl.names_trial(text, key) is named

@@ -47,8 +47,9 @@ def test_05_a_500_on_run_aborts_and_points_at_the_agent_and_the_model_upstream()
     assert rep["counts"]["missing"] == 10               # 0.5 writes no failure row: Gym names none
     assert where(rep["evidence"]) == ("gym_env_start.stdout.log", 159)
     assert "POST /run HTTP/1.1\" 500" in rep["evidence"]["text"]
-    assert rep["reason"].startswith("the collector aborted: mcqa_simple_agent answered 500 on /run; upstream ")
-    assert "model_retry" in rep["reason"]
+    assert rep["reason"] == ("the collector aborted: mcqa_simple_agent answered 500 on /run; upstream, policy_model "
+                             "got HTTP 500 from the model endpoint http://127.0.0.1:38169/v1/responses: "
+                             '"stub forced failure" (gym_env_start.stdout.log:150)')
 
 
 def test_06_every_trial_failed_leads_with_the_failures_and_their_cause():
@@ -57,7 +58,9 @@ def test_06_every_trial_failed_leads_with_the_failures_and_their_cause():
     assert rep["counts"]["failed"] == 10
     assert {(t["failure_class"], t["http_status"]) for t in rep["trials"]} == {("agent_run_error", 500)}
     assert rep["reason"].startswith("every one of the 10 trials failed (agent_run_error, HTTP 500); the first "
-                                    "failure traces to gym_env_start.stdout.log:150; then the collector died: "
+                                    "failure traces to gym_env_start.stdout.log:150: policy_model got HTTP 500 "
+                                    "from the model endpoint http://127.0.0.1:45853/v1/responses: "
+                                    '"stub forced failure"; then the collector died: '
                                     "RuntimeError: None of the 10 dispatched rollouts produced a result")
     assert where(rep["evidence"]) == ("gym_env_start.stdout.log", 150) and "stub forced failure" in rep["evidence"]["text"]
     assert ("gym_eval_run.stderr.log", 75) in [where(e) for e in rep["related"]]

@@ -129,6 +129,65 @@ def test_gym_env_start_stopped_mid_collection_is_the_story_not_the_500_it_caused
     assert "ClientResponseError: 500" in rep["related"][0]["text"]
 
 
+def test_trials_failed_by_gyms_stop_trace_to_the_stop_not_to_an_agent_line(tmp_path):
+    """Their /runs were cut by the stop (answered 500 as the servers shut down): the stop explains
+    them, not whatever the agent printed last (nothing ties that to them)."""
+    rep, _ = json_report(as_recorded("g070_env_interrupted_mid_collection", tmp_path))
+    failed = [t for t in rep["trials"] if t["status"] == "failed"]
+    assert len(failed) == 2
+    for t in failed:
+        assert t["cause"]["text"] == "Sending interrupt signals to servers..."
+        assert [e["text"] for e in t["cause_chain"]][-1] == "Sending interrupt signals to servers..."
+        assert not any("uvicorn access logging" in e["text"] for e in t["cause_chain"])
+
+
+def gyms_death_report(run, name: str) -> int:
+    """Append to gym env start's stderr the traceback Gym 0.7 ends with when its poll finds a server's
+    process gone (`RuntimeError: Process `X` finished unexpectedly!`, as g070_agent_killed has it);
+    the line number of that RuntimeError."""
+    killed = (RECORDED070 / "g070_agent_killed" / "gym_env_start.stderr.log").read_text().splitlines()
+    start = next(i for i, line in enumerate(killed) if line == "Traceback (most recent call last):")
+    tail = [line.replace("mcqa_simple_agent", name) for line in killed[start:]]
+    err = run / "gym_env_start.stderr.log"
+    lines = err.read_text().splitlines() + tail
+    err.write_text("\n".join(lines) + "\n")
+    return len(lines)
+
+
+def test_a_server_gym_calls_dead_after_it_shut_down_cleanly_on_ctrl_c_exited_with_the_run(tmp_path):
+    """Ctrl-C reaches gym env start and its servers at once: a server can finish its clean uvicorn
+    shutdown (`Shutting down` ... `Finished server process`) before Gym's poll sees its process gone
+    and raises `Process X finished unexpectedly!`. That server exited with the run; the run's story
+    stays the stop's."""
+    run = as_recorded("g070_env_interrupted_mid_collection", tmp_path)
+    died_at = gyms_death_report(run, "mcqa_simple_agent")
+    rep, code = json_report(run)
+    assert rep["parent"]["died"]["line"] == died_at         # Gym's words are read, and kept as Gym's
+    agent = next(s for s in rep["servers"] if s["name"] == "mcqa_simple_agent")
+    assert (agent["state"], agent["phase"], agent["failure_reason"]) == (
+        "exited", "exited with the run (Ctrl-C, or a signal)", None)
+    assert (rep["verdict"], code) == ("incomplete", 1)
+    assert rep["reason"] == ("gym env start shut its servers down while trials ran (it was stopped: Ctrl-C, or a "
+                             "signal); then the collector aborted: mcqa_environment_server answered 500 on /run")
+    assert rep["evidence"]["text"] == "Sending interrupt signals to servers..."
+    assert all("finished unexpectedly" not in (t["cause"] or {}).get("text", "") for t in rep["trials"])
+
+
+def test_a_server_gym_calls_dead_with_no_clean_shutdown_of_its_own_still_died(tmp_path):
+    """The same stop, but Gym names a server whose output shows no shutdown of its own (killed, out
+    of memory): that one died, and its death is the story."""
+    run = as_recorded("g070_env_interrupted_mid_collection", tmp_path)
+    for name in ("gym_env_start.stderr.log", "gym_env_start.stdout.log"):
+        f = run / name
+        f.write_text("".join(x for x in f.read_text().splitlines(keepends=True) if not x.startswith("(mcqa) INFO:")))
+    died_at = gyms_death_report(run, "mcqa")
+    rep, code = json_report(run)
+    mcqa = next(s for s in rep["servers"] if s["name"] == "mcqa")
+    assert mcqa["state"] == "failed" and mcqa["failure_reason"].startswith("died after it was ready")
+    assert (rep["verdict"], code) == ("collection_aborted", 2)
+    assert rep["reason"].startswith("mcqa died while trials ran") and rep["evidence"]["line"] == died_at
+
+
 def test_04_a_start_stopped_by_ctrl_c_leaves_its_servers_where_they_were(tmp_path):
     """0.4.0 does not stop its servers on Ctrl-C: they are left installing, nothing waits for them."""
     rep, code = json_report(as_recorded("start_interrupted", tmp_path, FIXTURES / "gym-0.4.0-recorded"))

@@ -56,3 +56,14 @@ def test_synthesized_timeline_appends_rows_with_partial_lines(tmp_path: Path):
 def test_cli_replay_runs_to_the_end(tmp_path: Path):
     assert main(["replay", str(CASES / "startup_failed"), str(tmp_path / "r"), "--speed", "1000"]) == 0
     same_tree(CASES / "startup_failed", tmp_path / "r")
+
+
+def test_a_replay_says_its_speed_in_what_it_writes(tmp_path: Path):
+    """The screen reads it to show the run's own time (at 5x, 60 s of Gym's limit pass in 12 s)."""
+    import json
+
+    assert main(["replay", str(CASES / "startup_failed"), str(tmp_path / "r"), "--speed", "5", "--until", "0"]) == 0
+    marker = json.loads((tmp_path / "r" / REPLAY_MARKER).read_text())
+    assert marker["speed"] == 5.0 and marker["src"] == str(CASES / "startup_failed")
+    Replayer(CASES / "mixed_ok", tmp_path / "one")                       # stepped by hand: the run's pace
+    assert json.loads((tmp_path / "one" / REPLAY_MARKER).read_text())["speed"] == 1.0

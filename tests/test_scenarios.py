@@ -316,3 +316,112 @@ def test_a_slash_name_known_first_takes_its_logs_unprefixed_lines(tmp_path):
               "(team/env) INFO:     Uvicorn running on http://127.0.0.1:5 (Press CTRL+C to quit)")
     _, state = report(tmp_path)
     assert list(state.servers) == ["team/env"] and state.servers["team/env"].state == "ready"
+
+
+def test_ctrl_c_after_every_server_was_ready_is_a_stop_though_gym_calls_a_server_dead(tmp_path):
+    """Ctrl-C reaches gym env start and its servers at once; a server's clean uvicorn shutdown can
+    end before Gym's poll finds its process gone (`Process X finished unexpectedly!`). It exited
+    with the run: the start was interrupted, nothing failed."""
+    run = Run(tmp_path)
+    run.lines("gym_env_start.stdout.log", "0 / 2 servers ready. Waiting for servers to spin up: ['env', 'env_agent']")
+    run.ready_server("env", 15000)
+    run.ready_server("env_agent", 16000)
+    run.lines("gym_env_start.stdout.log", "All 2 / 2 servers ready! Polling every 60s")
+    for name in ("env_agent", "env"):
+        run.server_log(name, "INFO:     Shutting down", "INFO:     Waiting for application shutdown.",
+                       "INFO:     Application shutdown complete.", "INFO:     Finished server process [1]")
+    run.lines("gym_env_start.stdout.log", "Sending interrupt signals to servers...", "Waiting for processes to finish...",
+              "NeMo Gym finished!")
+    run.lines("gym_env_start.stderr.log", "Traceback (most recent call last):", '  File "env.py", line 619, in poll',
+              "RuntimeError: Process `env_agent` finished unexpectedly!")
+    data, _ = report(tmp_path)
+    agent = next(s for s in data["servers"] if s["name"] == "env_agent")
+    assert (agent["state"], agent["phase"], agent["failure_reason"]) == (
+        "exited", "exited with the run (Ctrl-C, or a signal)", None)
+    assert (data["verdict"], data["exit_code"]) == ("incomplete", 1)
+    assert data["reason"] == ("gym env start was interrupted (Ctrl-C, or a signal) after every server was ready, "
+                              "before any collection; it stopped its servers")
+    assert data["evidence"]["text"] == "Sending interrupt signals to servers..."
+    # the servers' logs read after Gym's report of the death: the same conclusions
+    logs = {p: p.read_bytes() for p in (tmp_path / "logs").glob("*.log")}
+    for p in logs:
+        p.write_bytes(b"")
+    session = RunSession.open(str(tmp_path), check_processes=False)
+    session.poll()
+    assert session.state.servers["env_agent"].state == "failed"      # all Gym's words say so far
+    for p, data_ in logs.items():
+        p.write_bytes(data_)
+    session.poll(final=True)
+    by_name = lambda servers: sorted(servers, key=lambda s: s["name"])    # noqa: E731
+    assert by_name(to_json(session.state)["servers"]) == by_name(data["servers"])
+    assert verdict(session.state).reason == data["reason"]
+
+
+def never_ran_beside_a_failure(tmp_path, naming: bool = True) -> tuple[dict, object]:
+    """One completed, one failed (its agent printed a traceback and answered 500), two never ran; the
+    agent's last error names task 3's request, when `naming`."""
+    run = Run(tmp_path)
+    run.ready_server("env", 15000)
+    run.ready_server("env_agent", 16000)
+    run.server_log("env_agent", "Traceback (most recent call last):",
+                   "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected",
+                   'INFO:     127.0.0.1:5000 - "POST /run HTTP/1.1" 500 Internal Server Error')
+    if naming:
+        run.server_log("env_agent", 'ERROR:    empty answer for row={"_ng_task_index": 3, "_ng_rollout_index": 0}')
+    run.expect(4)
+    run.rows("", rollout(0), rollout(2, ran=False, reward=0.0), rollout(3, ran=False, reward=0.0))
+    run.rows("_failures", {"_ng_task_index": 1, "_ng_rollout_index": 0, "agent_ref": {"name": "env_agent"},
+                           "_ng_failure_class": "agent_run_error", "_ng_failure_message":
+                           "POST http://127.0.0.1:16000/run returned 500: ServerDisconnectedError: Server disconnected"})
+    run.finish()
+    return report(tmp_path)
+
+
+def chain_of(data: dict, key) -> list[tuple[str, int]]:
+    t = next(t for t in data["trials"] if (t["task_index"], t["rollout_index"]) == key)
+    return [(e["file"], e["line"]) for e in t["cause_chain"]]
+
+
+def test_a_never_ran_trial_lists_no_line_of_another_trials_failure(tmp_path):
+    """The agent's traceback while it served the failed trial says nothing of a never-ran one:
+    nothing ties them. The never-ran trial's lines are its row, and a line that names its request."""
+    data, state = never_ran_beside_a_failure(tmp_path)
+    assert data["verdict"] == "some_never_ran"
+    assert chain_of(data, (2, 0)) == [("rollouts.jsonl", 2)]
+    assert next(t for t in data["trials"] if t["task_index"] == 2)["cause"] is None
+    assert chain_of(data, (3, 0)) == [("rollouts.jsonl", 3), ("logs/env_agent.log", 7)]
+    assert data["related"] == []       # the verdict's first never-ran trial: nothing beside its row
+    # the failed trial's own failure ties it to the agent's 500 on its /run
+    assert ("logs/env_agent.log", 6) in chain_of(data, (1, 0))
+
+
+def test_when_no_request_the_agent_answered_had_output_its_errors_explain_every_never_ran(tmp_path):
+    """An agent that answered every request with an empty output: its errors while serving apply to
+    every trial."""
+    run = Run(tmp_path)
+    run.ready_server("env_agent", 16000)
+    run.server_log("env_agent", "ERROR:    Exception in ASGI application")
+    run.expect(3)
+    run.rows("", rollout(0, ran=False, reward=0.0), rollout(1, ran=False, reward=0.0))
+    run.rows("_failures", {"_ng_task_index": 2, "_ng_rollout_index": 0, "agent_ref": {"name": "env_agent"},
+                           "_ng_failure_class": "agent_run_error"})
+    run.finish()
+    data, _ = report(tmp_path)
+    assert chain_of(data, (0, 0)) == [("rollouts.jsonl", 1), ("logs/env_agent.log", 4)]
+    assert chain_of(data, (1, 0)) == [("rollouts.jsonl", 2), ("logs/env_agent.log", 4)]
+
+
+def test_a_failed_trial_nothing_explains_has_no_cause_but_its_row(tmp_path):
+    """No server printed anything about its failure: its row is all there is (not the agent's last
+    line, which nothing ties to it)."""
+    run = Run(tmp_path)
+    run.ready_server("env_agent", 16000)
+    run.server_log("env_agent", "INFO:     Disabling a uvicorn access logging so that the logs aren't spammed")
+    run.expect(2)
+    run.rows("", rollout(0))
+    run.rows("_failures", {"_ng_task_index": 1, "_ng_rollout_index": 0, "agent_ref": {"name": "env_agent"},
+                           "_ng_failure_class": "agent_run_error", "_ng_failure_message": "the agent gave up"})
+    run.finish()
+    data, _ = report(tmp_path)
+    t = next(t for t in data["trials"] if t["status"] == "failed")
+    assert t["cause"] is None and chain_of(data, (1, 0)) == [("rollouts_failures.jsonl", 1)]

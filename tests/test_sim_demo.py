@@ -35,6 +35,9 @@ def test_demo_report_has_the_failed_and_never_ran_trials(demo):
     never = [t for t in rep["trials"] if t["status"] == "never_ran"]
     assert [(t["task_index"], t["rollout_index"]) for t in never] == [(4, 0), (4, 1)]
     assert all(t["withheld_reward"] == 0.0 and t["reward"] is None for t in never)
+    # the failed trial's traceback in the agent's output says nothing of them: their rows alone
+    assert [[e["file"] for e in t["cause_chain"]] for t in never] == [["rollouts.jsonl"]] * 2
+    assert all(t["cause"] is None for t in never) and rep["related"] == []
     failed = [t for t in rep["trials"] if t["status"] == "failed"]
     assert failed[0]["failure_class"] == "agent_run_error"
     assert failed[0]["evidence"]["file"] == "rollouts_failures.jsonl"
@@ -95,3 +98,59 @@ def test_sim_env_start_runs_until_sigterm(tmp_path):
             p.kill()
         for q in marked(f"simtest-{port}"):
             q.kill()
+
+
+async def test_the_demos_merged_log_is_in_the_order_gym_received_the_lines(demo):
+    """`m` on the demo read file by file (all of stderr, then all of stdout): the simulated Gym
+    wrote nothing to order its lines by. Like a real Gym run with `+nemo_gym_log_dir`, each server
+    now has its own log and prints the same lines to Gym's stdout, so `m` interleaves the servers
+    as Gym received their lines: the agent and the model are up while mcqa still builds its venv."""
+    from tuihelpers import fixture_app, view_settled
+    from tuihelpers import wait_for as settle
+
+    run_dir, _, _ = demo
+    logs = run_dir / "logs"
+    assert sorted(p.name for p in logs.glob("*.log")) == ["mcqa.log", "mcqa_simple_agent.log", "policy_model.log"]
+    stdout = (run_dir / "gym_env_start.stdout.log").read_text()
+    for line in (logs / "mcqa.log").read_text().splitlines():
+        assert line in stdout                       # tee: the log's lines are Gym's stdout's too
+    app = fixture_app(run_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await settle(pilot, lambda: app.started)
+        app.board.focus()
+        await pilot.press("m")
+        view = app.pane.view
+        assert await settle(pilot, lambda: view_settled(app))
+        assert view.order_basis == "Gym's output"
+        rows = [(view.logs.labels[src], text) for src, _, text in (view.logs.text(r) for r in range(view.row_count))]
+        built = next(i for i, (label, text) in enumerate(rows) if label == "mcqa" and "Installed 161 packages" in text)
+        up = [i for i, (label, text) in enumerate(rows) if label != "mcqa" and "Uvicorn running on" in text]
+        assert len(up) == 2 and max(up) < built, (up, built)
+
+
+def test_sim_with_a_log_dir_and_no_skip_dies_as_gym_040_does(tmp_path):
+    """With `+nemo_gym_log_dir` and uv run for the agent and the model (whose requirements are only
+    Gym itself), Gym 0.4.0 loses them to its pipefail bug: their output ends with uv's, Gym names
+    the first one dead. The sim does the same, and gymwatch says what it is."""
+    from gymwatch.core.session import read_run
+
+    port = free_port()
+    env = {**os.environ, "GYMWATCH_RUN_ID": f"simtest-{port}", "PYTHONUNBUFFERED": "1"}
+    with open(tmp_path / "gym_env_start.stdout.log", "wb") as out, \
+            open(tmp_path / "gym_env_start.stderr.log", "wb") as err:
+        p = subprocess.Popen([sys.executable, "-m", "gymwatch.sim", "env", "start", "+sim_speed=0.05",
+                              f"+head_server.port={port}", f"+nemo_gym_log_dir={tmp_path / 'logs'}",
+                              f"hydra.run.dir={tmp_path / 'hydra' / 'env_start'}"],
+                             stdout=out, stderr=err, cwd=tmp_path, env=env, start_new_session=True)
+    try:
+        assert p.wait(30) == 1
+        agent = (tmp_path / "logs" / "mcqa_simple_agent.log").read_text().splitlines()
+        assert agent[-1] == "(mcqa_simple_agent) Checked 3 packages in 37ms"
+        assert "finished unexpectedly!" in (tmp_path / "gym_env_start.stderr.log").read_text()
+        state = read_run(str(tmp_path), check_processes=False).state
+        dead = {n for n, s in state.servers.items() if s.silent_death}
+        assert dead == {"mcqa_simple_agent", "policy_model"}, {n: s.state for n, s in state.servers.items()}
+    finally:
+        if p.poll() is None:
+            p.kill()
+        wait_for(lambda: [q.kill() for q in marked(f"simtest-{port}")] == [], 10, "no sim process left")

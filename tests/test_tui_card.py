@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import CASES, CASES07
+from conftest import CASES, CASES07, RECORDED070
 
 from gymwatch.tui.card import TrialCard
 from gymwatch.tui.logscreens import LineScreen
@@ -137,6 +137,32 @@ async def test_t_shows_every_servers_log_around_the_trial():
         path, line = view.current()
         assert path.endswith("logs/mcqa_simple_agent.log") and line == 8
         assert "around logs/mcqa_simple_agent.log:8" in str(app.pane.border_title)
+
+
+@pytest.mark.parametrize("case, key, at, merged", [
+    # the servers' output is in Gym's captured output only: the first line in it (past the
+    # collector's line naming the trial), in that output merged
+    ("g070_env_interrupted_mid_collection", (2, 0), ("gym_env_start.stdout.log", 90),
+     {"gym_env_start.stderr.log", "gym_env_start.stdout.log"}),
+    # every line in the collector's output: the first, merged with the servers' output
+    ("g070_collector_interrupted", (2, 0), ("gym_eval_run.stderr.log", 46),
+     {"gym_env_start.stderr.log", "gym_env_start.stdout.log", "gym_eval_run.stderr.log"})])
+async def test_t_goes_to_the_trials_line_in_gyms_captured_output(monkeypatch, case, key, at, merged):
+    """No server has a log of its own (no +nemo_gym_log_dir): `t` still shows what every server
+    was doing around the trial's first line that can be shown among them."""
+    app = fixture_app(RECORDED070 / case)
+    said = []
+    async with app.run_test(size=SIZE) as pilot:
+        await open_card(pilot, key)
+        monkeypatch.setattr(app, "notify", lambda msg, **kw: said.append(msg))
+        await pilot.press("t")
+        assert await wait_for(pilot, lambda: not isinstance(app.screen, TrialCard))
+        view = app.pane.view
+        assert await wait_for(pilot, lambda: view_settled(app) and view.current() is not None)
+        assert said == [] and set(app.pane.merged) == merged
+        path, line = view.current()
+        assert (path.rsplit("/", 1)[-1], line) == at
+        assert f"around {at[0]}:{at[1]}" in str(app.pane.border_title)
 
 
 async def test_q_typed_ahead_of_the_card_closes_it_and_the_screen_goes_on():

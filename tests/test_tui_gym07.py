@@ -181,3 +181,59 @@ async def test_a_dead_model_endpoint_shows_on_the_board_until_rows_come_again(tm
         app.refresh_run()
         assert await wait_for(pilot, lambda: "could not connect" not in board(app)["policy_model"])
         assert "could not connect" not in summary_plain(app)
+
+
+def _replay_at(case: Path, dst: Path, speed: float):
+    """A replay's DST as `gymwatch replay --speed` leaves it: its marker says the speed."""
+    import json
+
+    from gymwatch.core.layout import REPLAY_MARKER
+    from gymwatch.replay import Replayer
+
+    rp = Replayer(case, dst)
+    (dst / REPLAY_MARKER).write_text(json.dumps({"src": str(case), "speed": speed}) + "\n")
+    return rp
+
+
+async def test_a_replay_at_5x_shows_the_spinup_clock_in_the_runs_own_time(tmp_path):
+    """At 5x the board said `10s/1m00s` beside "the 60s spin-up limit ran out": wall seconds
+    beside Gym's. The screen's clock runs at the replay's speed."""
+    from gymwatch.tui.live import LiveRun
+
+    rp = _replay_at(TIMEOUT, tmp_path / "run", 5.0)
+    clock = FakeClock()
+    live = None
+    for t in (5.0, 14.5, 45.1, 50.0):                # as the 1x test above, at a fifth of the wall time
+        rp.step_to(t)
+        clock.t = EPOCH + t / 5                   # the wall clock of a 5x replay
+        live = live or LiveRun(str(tmp_path / "run"), clock=clock, check_processes=False)
+        live.poll()
+    app = make_app(live, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        assert "35s/1m00s" in board(app)["mcqa"], board(app)["mcqa"]
+        clock.t = EPOCH + 60.0 / 5
+        app.refresh_run()
+        await pilot.pause(0.05)
+        mcqa = board(app)["mcqa"]
+        assert "45s/1m00s ⚠" in mcqa and "45s" in app.board.border_title, mcqa
+
+
+def test_the_run_clock_speeds_up_from_when_the_replay_is_seen(tmp_path):
+    """The screen may open before `gymwatch replay` writes DST: its clock is the wall clock until
+    the marker says the speed, then runs that much faster, without a jump."""
+    from gymwatch.tui.live import LiveRun
+
+    clock = FakeClock()
+    dst = tmp_path / "run"
+    dst.mkdir()
+    live = LiveRun(str(dst), clock=clock, check_processes=False)
+    live.poll()
+    clock.t += 3
+    assert live.clock() == EPOCH + 3 and not live.replay
+    rp = _replay_at(TIMEOUT, dst, 5.0)
+    rp.step_to(5.0)
+    live.poll()
+    assert live.replay and live.clock() == EPOCH + 3
+    clock.t += 2
+    assert live.clock() == EPOCH + 3 + 10

@@ -29,9 +29,14 @@ def _browse(args: argparse.Namespace) -> int:
     from .runs import list_runs
 
     roots = args.roots or ["."]
-    missing = [r for r in roots if not os.path.isdir(r)]
-    if missing:
-        print(f"gymwatch: browse: not a directory: {', '.join(missing)}", file=sys.stderr)
+    if args.jobs is not None and args.jobs < 1:
+        from ..cli import UsageError
+
+        raise UsageError(f"browse: --jobs must be 1 or more (got {args.jobs})")
+    bad = [f"{r}: {'not a directory' if os.path.exists(r) else 'no such file or directory'}"
+           for r in roots if not os.path.isdir(r)]
+    if bad:
+        print(f"gymwatch: browse: {'; '.join(bad)}", file=sys.stderr)
         return 3
     fmt = args.format or ("tui" if sys.stdout.isatty() and sys.stdin.isatty() else "text")
     if fmt == "tui":

@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..core.model import Evidence, RunState
 from ..core.sanitize import clean
-from ..diff import Unreadable, compare, counts_text, load, reward, seconds, short_counts, status
+from ..diff import Unreadable, compare, counts_text, load, reward, seconds, short_counts, status, table
 from ..diffstats import flipped_line, signed, summary_lines
 from ..gymcompare import lines as gym_lines
 from ..tui.typeahead import closed_early
@@ -140,13 +140,17 @@ class CompareScreen(Screen):
             out.append(clean(head) + "\n", style="bold")
             for line in rest:
                 out.append(clean(line) + "\n", style="yellow" if line.startswith("    - ") else "")
-        out.append("tasks, flipped first: change, paired means A -> B (n), ok/failed/never/missing\n", style="bold")
-        for t in sorted(d["tasks"], key=task_order):
-            out.append(task_line(t) + "\n", style=task_style(t))
-        out.append("servers: time to ready (state), A -> B\n", style="bold")
-        for s in d["servers"]:
-            out.append(f"  {clean(s['name']):<28} {seconds(s['a_time_to_ready'])} ({status(s['a_state'])}) -> "
-                       f"{seconds(s['b_time_to_ready'])} ({status(s['b_state'])})\n")
+        out.append("tasks, flipped first (trials ok/failed/never ran/missing)\n", style="bold")
+        tasks = sorted(d["tasks"], key=task_order)
+        lines = table(["task", "change", "A -> B paired", "(n)", "flipped", "A trials", "B trials"],
+                      [task_cells(t) for t in tasks], right=frozenset({0, 1, 3}))
+        for line, style in zip(lines, ["", *map(task_style, tasks)]):
+            out.append(line + "\n", style=style)
+        out.append("servers: time to ready and state\n", style="bold")
+        for line in table(["server", "A ready in", "A state", "B ready in", "B state"],
+                          [[clean(s["name"]), seconds(s["a_time_to_ready"]), status(s["a_state"]),
+                            seconds(s["b_time_to_ready"]), status(s["b_state"])] for s in d["servers"]]):
+            out.append(line + "\n")
         out.append(f"verdicts: {d['a']['verdict']} -> {d['b']['verdict']}", style="bold")
         return out
 
@@ -205,14 +209,13 @@ def task_style(t: dict[str, Any]) -> str:
     return TASK_STYLE.get(t["flip"] or "", TASK_STYLE.get(t["direction"] or "", "yellow" if moved else ""))
 
 
-def task_line(t: dict[str, Any]) -> str:
-    """'  task    3  -1.000  1.000 -> 0.000 (4)  passed -> failed  4/0/0/0 -> 4/0/0/0'."""
+def task_cells(t: dict[str, Any]) -> list[str]:
+    """task, change, paired means A -> B, how many paired, the flip, the trials' counts."""
     if t["paired"]:
-        change = f"{signed(t['change'])}  {reward(t['a_paired_mean'])} -> {reward(t['b_paired_mean'])} ({t['paired']})"
+        paired = [signed(t["change"]), f"{reward(t['a_paired_mean'])} -> {reward(t['b_paired_mean'])}", str(t["paired"])]
     else:
-        change = f"{'none scored in both':<26}"
-    flip = FLIP_WORDS.get(t["flip"] or "", "")
-    return f"  task {t['task_index']:>4}  {change}  {flip:<16}  {short_counts(t['a'])} -> {short_counts(t['b'])}"
+        paired = ["", "none scored in both", "0"]
+    return [str(t["task_index"]), *paired, FLIP_WORDS.get(t["flip"] or "", ""), short_counts(t["a"]), short_counts(t["b"])]
 
 
 def verdict_style(st: dict[str, Any]) -> str:

@@ -8,23 +8,25 @@ from typing import Any, Optional
 
 from ..core.model import (
     V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED,
+    V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
 )
 from ..core.sanitize import clean
 
-# (key, header): the list's columns, left to right: the run and its verdict first.
+# (key, header): the list's columns, left to right: the run and its verdict first. A header is
+# the word the rest of gymwatch uses (`completed`, as the live screen and the report count trials).
 COLUMNS = (
-    ("run", "run"), ("verdict", "verdict"), ("started", "started"), ("completed", "ok"), ("failed", "failed"),
+    ("run", "run"), ("verdict", "verdict"), ("started", "started"), ("completed", "completed"), ("failed", "failed"),
     ("never_ran", "never ran"), ("missing", "missing"), ("reward", "reward"), ("duration", "duration"),
     ("servers", "servers"), ("name", "environment / agent"),
 )
-# Columns a narrow screen drops, first dropped first (run and verdict always stay).
-DROP_ORDER = ("name", "servers", "duration", "never_ran", "failed", "reward", "started", "missing", "completed")
+# What a narrow screen keeps, first kept first (run and verdict always stay): the trials that went
+# wrong before those that went right, then what the run was.
+KEEP_ORDER = ("failed", "never_ran", "missing", "completed", "reward", "started", "duration", "servers", "name")
 PROBLEM = "problem"     # the verdict filter for every verdict but ok
 ERROR = "error"         # a run the summary could not read (listed, never hidden)
 # Worst first: the verdict filter's cycle and the verdict sort.
 VERDICT_ORDER = (V_STARTUP_FAILED, V_NO_AGENT_RAN, V_COLLECTION_ABORTED, V_INCOMPLETE, V_SOME_NEVER_RAN,
-                 V_SOME_FAILED, ERROR, V_STARTING, V_COLLECTING, V_OK)
+                 V_SOME_FAILED, V_UNREADABLE, ERROR, V_STARTING, V_COLLECTING, V_OK)
 
 
 def started(ts: Optional[float]) -> str:
@@ -92,22 +94,26 @@ def text_table(runs: list[dict[str, Any]], roots: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RUN_MIN = 24        # the run column is cut down to this before any other column is dropped
+RUN_MIN = 22        # the run column is cut down to this for any other column to fit
 
 
 def fit(widths: dict[str, int], room: int) -> tuple[list[str], int]:
     """The columns that fit in `room` cells (each takes its width plus 2 of padding) and the run
-    column's width: a long run path is cut (`shorten`) down to RUN_MIN cells before a column is
-    dropped by DROP_ORDER, so a terminal 80 wide still shows the counts; run and verdict always
-    stay, the run cut to what is left."""
-    keep = [k for k, _ in COLUMNS]
-    drop = list(DROP_ORDER)
+    column's width. Columns are taken by KEEP_ORDER while the run keeps RUN_MIN cells (a long run
+    path is cut, `shorten`): one that does not fit is left out and the next ones are still tried,
+    so no room stays empty that a column left out would fit in; the run takes what is left, whole
+    when it can. Run and verdict always stay, the run cut to what is left; at 80 columns the failed,
+    never ran and missing counts always fit beside the longest verdict."""
     natural = widths["run"]
-    while True:
-        left = room - 2 - sum(widths[k] + 2 for k in keep if k != "run")
-        if left >= min(natural, RUN_MIN) or not drop:
-            return keep, max(min(natural, left), min(natural, 8))
-        keep.remove(drop.pop(0))
+    run_min = min(natural, RUN_MIN)
+    keep = {"run", "verdict"}
+    left = room - 2 - (widths["verdict"] + 2)          # for the run and the other columns
+    for key in KEEP_ORDER:
+        need = widths[key] + 2
+        if left - need >= run_min:
+            keep.add(key)
+            left -= need
+    return [k for k, _ in COLUMNS if k in keep], max(min(natural, left), min(natural, 8))
 
 
 def shorten(text: str, width: int) -> str:

@@ -28,7 +28,7 @@ from textual.worker import get_current_worker
 
 from ..core.model import (
     V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED,
+    V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
 )
 from ..core.sanitize import clean
 from ..tui.typeahead import closed_early
@@ -39,7 +39,7 @@ from .runs import list_runs
 
 VERDICT_STYLE = {V_OK: "green", V_SOME_NEVER_RAN: "bold magenta", V_NO_AGENT_RAN: "bold red",
                  V_COLLECTION_ABORTED: "bold red", V_STARTUP_FAILED: "bold red", V_INCOMPLETE: "yellow",
-                 V_SOME_FAILED: "yellow", ERROR: "red", V_STARTING: "cyan", V_COLLECTING: "cyan"}
+                 V_SOME_FAILED: "yellow", V_UNREADABLE: "red", ERROR: "red", V_STARTING: "cyan", V_COLLECTING: "cyan"}
 SORTS = tuple(k for k, _ in COLUMNS)
 # Seconds between batches of runs handed to the UI while scanning: the first run at once and the
 # next batch soon (the screen fills), the rest seldom (each batch redraws every visible row: a
@@ -138,9 +138,11 @@ class ScanDone(Message):
 
 
 class RunsTable(DataTable):
-    """The runs: g / home the first row, G / end the last."""
+    """The runs: j / k down and up, g / home the first row, G / end the last."""
 
     BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False, id="browse.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="browse.up"),
         Binding("g,home", "first", "First", show=False, id="browse.first"),
         Binding("G,end", "last", "Last", show=False, id="browse.last"),
     ]
@@ -158,6 +160,7 @@ class BrowseScreen(Screen):
     DEFAULT_CSS = """
     BrowseScreen #browse-title { height: 1; padding: 0 1; background: $boost; }
     BrowseScreen #browse-filter { height: 3; }
+    BrowseScreen #browse-empty { height: auto; padding: 0 1; color: $warning; display: none; }
     BrowseScreen #runs { height: 1fr; }
     """
     BINDINGS = [
@@ -189,6 +192,7 @@ class BrowseScreen(Screen):
         yield Static(id="browse-title")
         yield Input(self.st.text, placeholder="filter: words in name, path or verdict (/ to type, escape clears)",
                     id="browse-filter")
+        yield Static(id="browse-empty")
         table = RunsTable(id="runs", cursor_type="row", zebra_stripes=True)
         self._add_columns(table)
         yield table
@@ -396,14 +400,39 @@ class BrowseScreen(Screen):
         roots = ", ".join(clean(r) for r in self.st.roots)
         n, total = len(self.shown), len(self.st.runs)
         bits = [f"runs under {roots}: {n}" + (f" of {total}" if n != total else ""),
-                f"sort: {self.st.sort}" + (" reversed" if self.st.reverse else "")]
+                f"sort: {dict(COLUMNS).get(self.st.sort, self.st.sort)}" + (" reversed" if self.st.reverse else "")]
         if self.st.verdict:
-            bits.append("verdict: any problem" if self.st.verdict == PROBLEM else f"verdict: {self.st.verdict}")
+            bits.append(f"verdict: {self._verdict_words()}")
         if self.st.marked:
             bits.append(f"marked {len(self.st.marked)}/2" + (": c compares" if len(self.st.marked) == 2 else ""))
         if not self.st.scanned:
             bits.append("scanning…")
         self.query_one("#browse-title", Static).update(Text("  ·  ".join(bits)))
+        self._say_empty()
+
+    def _verdict_words(self) -> str:
+        return "any problem" if self.st.verdict == PROBLEM else str(self.st.verdict)
+
+    def _say_empty(self) -> None:
+        """Why the list is empty, when it is: no run found, or none the filter matches (and how
+        to clear it). The filter's words are shown as typed, never read as markup."""
+        box = self.query_one("#browse-empty", Static)
+        if self.shown or not (self.st.scanned or self.st.runs):
+            box.display = False
+            return
+        if not self.st.runs:
+            said = Text(f"no run found under {', '.join(clean(r) for r in self.st.roots)} (r rescans)")
+        else:
+            said = Text("no run matches ")
+            if self.st.text.strip():
+                said.append(f"`{clean(self.st.text.strip())}`")
+                if self.st.verdict:
+                    said.append(" with ")
+            if self.st.verdict:
+                said.append(f"verdict: {self._verdict_words()}")
+            said.append(f" (of {len(self.st.runs)}): escape clears the filter")
+        box.update(said)
+        box.display = True
 
     def _selected(self) -> Optional[str]:
         table = self.table

@@ -11,7 +11,8 @@ import re
 from typing import Optional
 
 from . import gymlines as gl
-from .model import K_AGENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
+from . import upstream
+from .model import FAILED, K_AGENT, K_ENVIRONMENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
     RunState, Server, Trial
 
 _PORT_RE = re.compile(r"https?://[^:/'\"\s]+:(\d+)")
@@ -48,20 +49,43 @@ def agent_log_evidence(state: RunState, name: str = "", memo: Memo = None) -> Op
 
 
 def never_ran_cause(state: RunState, trial: Optional[Trial], memo: Memo = None) -> Optional[Evidence]:
-    """Never-ran: the agent's /run handling. Its failure to start, else an error it printed while
-    serving, else its first `POST /run` (access logs, Gym 0.4-0.5), else its last line; never its
-    startup banner, which says nothing about why the model was not called."""
+    """Never-ran: the agent's /run handling, where a line of it is tied to the trial. Its failure
+    (to start, or a death: every trial's), else the first of never_ran_lines()."""
     s = agent_server(state, trial.agent if trial else "", memo)
     if s is None:
         return None
     if s.failure is not None:
         return s.failure
-    serving = serving_errors(s, memo)
-    if serving:
-        return serving[0]
-    if s.first_run is not None:
-        return s.first_run
-    return s.last_line_at if s.last_line_at != s.ready_evidence else None
+    lines = never_ran_lines(state, s, trial, memo)
+    return lines[0] if lines else None
+
+
+def never_ran_lines(state: RunState, agent: Server, trial: Optional[Trial], memo: Memo = None) -> list[Evidence]:
+    """The agent's lines while serving that explain a never-ran trial. When no request it answered
+    had an output (empty_for_all), they apply to every trial: its errors while serving, else its
+    first `POST /run` (access logs, Gym 0.4-0.5), else its last line (never its startup banner,
+    which says nothing about why the model was not called). Otherwise only its errors that name
+    the trial: another trial's error says nothing of this one."""
+    serving = serving_errors(agent, memo)
+    if trial is None or empty_for_all(state, agent, memo):
+        if serving:
+            return serving
+        if agent.first_run is not None:
+            return [agent.first_run]
+        last = agent.last_line_at
+        return [last] if last is not None and last != agent.ready_evidence else []
+    return [e for e in serving if gl.names_trial(e.text, trial.key)]
+
+
+def empty_for_all(state: RunState, agent: Server, memo: Memo = None) -> bool:
+    """No trial of this agent completed: every request it answered came back empty."""
+    if memo is not None:
+        key = ("empty_for_all", agent.name)
+        if key not in memo:
+            memo[key] = empty_for_all(state, agent)
+        return memo[key]
+    return not any(t.status == T_COMPLETED and agent_server(state, t.agent, memo) is agent
+                   for t in state.trials.values())
 
 
 def serving_errors(s: Server, memo: Memo = None) -> list[Evidence]:
@@ -142,10 +166,11 @@ def still_retrying(state: RunState, r: Retrying) -> bool:
 
 def died_serving(state: RunState) -> Optional[Server]:
     """The server Gym named dead (`Process X finished unexpectedly!`) after it had been ready:
-    it died while trials ran, and whatever failed after it follows from that."""
+    it died while trials ran, and whatever failed after it follows from that. Not one whose own
+    output shows it exited with the run (the reducer concluded exited: it did not die)."""
     name = state.parent.died_server
     s = state.servers.get(name) if name else None
-    return s if s is not None and s.became_ready else None
+    return s if s is not None and s.became_ready and s.state == FAILED else None
 
 
 def retries_to(state: RunState, target: Server) -> list[Evidence]:
@@ -198,7 +223,7 @@ def abort_cause(state: RunState) -> tuple[Optional[Evidence], list[Evidence], st
     code = status.group(1) if status else "an error"
     why = f"the collector aborted: {target.name} answered {code} on {path or '/'}"
     if upstream:
-        why += f"; upstream {upstream[0].where()} shows `{_brief(upstream[0].text)}`"
+        why += f"; upstream, {said(state, upstream[0])} ({upstream[0].where()})"
     return first or err, related, why
 
 
@@ -220,16 +245,44 @@ def _upstream_errors(state: RunState, target: Server) -> list[Evidence]:
     return out
 
 
-def _brief(text: str, limit: int = 100) -> str:
-    _, body = gl.split_prefix(text)
-    body = " ".join(body.split())
-    return body if len(body) <= limit else body[: limit - 1] + "…"
+def said(state: RunState, ev: Evidence) -> str:
+    """What a cause line says, for a reason, whole: a failed request as who got what from whom and
+    the upstream's own error message (`policy_model got HTTP 500 from the model endpoint U: "stub
+    forced failure"`: from the retry line's `error_msg`, or the `Response content:` line after
+    Gym 0.7's `[upstream_request_failed]`); any other line quoted as it is."""
+    who, body = gl.split_prefix(ev.text)
+    who = who or _owner(state, ev)
+    body = body.strip()
+    answer = upstream.answer(body)
+    if answer is None:
+        answer = _answer_after(state, who, ev)
+    if answer is None:
+        return f"{who} logged `{body}`" if who else f"`{body}`"
+    url, status = upstream.request(body)
+    target = retry_target(state, who or "", url) if url else "its upstream"
+    return f"{who or 'a server'} got {f'HTTP {status}' if status else 'an error'} from {target}: " \
+           f"\"{upstream.message(answer)}\""
+
+
+def _owner(state: RunState, ev: Evidence) -> str:
+    """The server whose own log holds the line."""
+    return next((s.name for s in state.servers.values() if s.log_file == ev.file), "")
+
+
+def _answer_after(state: RunState, who: str, ev: Evidence) -> Optional[str]:
+    """The answer Gym 0.7 logs on the line after an `[upstream_request_failed]` line."""
+    s = state.servers.get(who)
+    for a in s.answers if s is not None else ():
+        if a.file == ev.file and a.line == ev.line + 1:
+            return upstream.answer(gl.split_prefix(a.text)[1])
+    return None
 
 
 def failure_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Evidence]:
     """The lines that explain a failed trial, in the order a request travelled: the collector's
     line naming it, the server that got its /run (the port in the error's URL), the agent, then the
-    model server and what it got upstream. One line per server: its first error of the kind."""
+    model server and what it got upstream. One line per server: its first error of the kind (past
+    the target, else its first error while serving: it was on the failed request's path)."""
     chain = [e for e in (trial.named_at, trial.evidence) if e is not None]
     target = target_server(state, trial)
     seen = set()
@@ -237,7 +290,9 @@ def failure_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Evid
         if s is None or s.name in seen:
             continue
         seen.add(s.name)
-        first = _first_matching(s, _REQUEST_ERROR) or (s.errors[0] if s.errors and s is not target else None)
+        # else a server past the target on the request's path: its first error while serving
+        serving = serving_errors(s, memo) if s is not target else []
+        first = _first_matching(s, _REQUEST_ERROR) or (serving[0] if serving else None)
         if first is not None:
             chain.append(first)
     return list(dict.fromkeys(chain))
@@ -249,6 +304,23 @@ def target_server(state: RunState, trial: Trial) -> Optional[Server]:
     return server_for_port(state, int(m.group(1))) if m else None
 
 
+def failing_call(state: RunState, trial: Trial) -> Optional[tuple[str, Optional[Server]]]:
+    """The request whose failure failed the trial: its path, and the server it went to when known.
+    From the URL in the failure's message (its port names the server); else from Gym's `/run
+    failed` line naming the trial: the collector's /run, which goes to the agent up to Gym 0.6 and
+    to the environment server from 0.7 (the run's one such server; several: not known which)."""
+    m = gl.URL_PORT_RE.search(trial.message)
+    if m:
+        return m.group(2) or "/", server_for_port(state, int(m.group(1)))
+    named = trial.named_at or trial.evidence
+    if named is None or not gl.RUN_FAILED_RE.search(named.text):
+        return None
+    envs = [s for s in state.servers.values() if s.kind == K_ENVIRONMENT]
+    if envs:
+        return "/run", envs[0] if len(envs) == 1 else None
+    return "/run", agent_server(state, trial.agent)
+
+
 def cause_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Evidence]:
     """Every line that explains one trial, in the order to read them: its own row (or the
     collector line that named it), then across servers to the cause; Gym's health finding last."""
@@ -258,17 +330,18 @@ def cause_chain(state: RunState, trial: Trial, memo: Memo = None) -> list[Eviden
     elif trial.status == T_NEVER_RAN:
         agent = agent_server(state, trial.agent, memo)
         chain = [never_ran_row(trial), never_ran_cause(state, trial, memo)]
-        chain += serving_errors(agent, memo)[:3] if agent is not None else []
+        chain += never_ran_lines(state, agent, trial, memo)[:3] if agent is not None else []
     elif trial.status == T_MISSING:
         # what ended the collector, in reading order (its traceback, then the error it ends
         # with); when that was an HTTP error from a server, where that server's answer came from
         c = state.collector
-        chain = [c.traceback, c.error]
+        chain = [c.traceback, c.error, cut_row(state)]    # a cut row: where the collector stopped
         if c.error is not None and gl.URL_PORT_RE.search(c.error.text):
             first, related, _ = abort_cause(state)
             chain += [first, *related]
         trouble = _trouble(state, memo)
-        chain += [trouble[1].last if trouble else None, cut_short_by(state), c.last_line]
+        cut = cut_row(state)
+        chain += [trouble[1].last if trouble else None, cut_short_by(state), c.last_line if cut is None else None]
     else:
         chain = [trial.evidence]
     chain.append(trial_cause(state, trial, memo))
@@ -307,13 +380,36 @@ def trial_cause(state: RunState, trial: Trial, memo: Memo = None) -> Optional[Ev
         chain = failure_chain(state, trial, memo)
         own = {trial.named_at, trial.evidence}
         beyond = [e for e in chain if e not in own]
-        return beyond[-1] if beyond else agent_log_evidence(state, trial.agent, memo)
+        return beyond[-1] if beyond else every_trials_cause(state, trial, memo)
     if trial.status == T_MISSING:
         c = state.collector
         trouble = _trouble(state, memo)
-        return (c.error or (trouble[1].last if trouble else None) or cut_short_by(state) or c.last_line
-                or agent_log_evidence(state, trial.agent, memo))
+        return (c.error or cut_row(state) or (trouble[1].last if trouble else None) or cut_short_by(state)
+                or c.last_line or every_trials_cause(state, trial, memo))
     return None
+
+
+def every_trials_cause(state: RunState, trial: Trial, memo: Memo = None) -> Optional[Evidence]:
+    """What failed every trial then, when no line of a server names this one's failure: its agent's
+    failure (it never started, or died), a server Gym named dead while trials ran, or Gym's stop
+    of its servers before the collection finished (their open requests answer 500). Not just any
+    line of the agent's: nothing would tie it to the trial."""
+    s = agent_server(state, trial.agent, memo)
+    if s is not None and s.failure is not None:
+        return s.failure
+    dead = died_serving(state)
+    if dead is not None:
+        return dead.failure or state.parent.died
+    if state.parent.stopping is not None and not (state.collector.finished or state.aggregate_written):
+        return state.parent.stopping
+    return None
+
+
+def cut_row(state: RunState) -> Optional[Evidence]:
+    """The rollouts file's last row, cut mid-line, of a collection that did not finish: the
+    collector died while writing it (killed, out of memory); the trials it never wrote are missing."""
+    c = state.collector
+    return c.cut_row if c.cut_row is not None and not c.finished and not state.aggregate_written else None
 
 
 def cut_short_by(state: RunState) -> Optional[Evidence]:

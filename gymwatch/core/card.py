@@ -87,7 +87,7 @@ def _never_ran_because(response: Any) -> list[str]:
 
 
 def _failed_because(state: RunState, t: Trial) -> list[str]:
-    out = [f"failed: {t.failure_class or 'failure'}" + (f", HTTP {t.http_status}" if t.http_status else "")]
+    out = [f"failed: {_failure(state, t)}"]
     if t.message:
         out.append(t.message)
     target = attribution.target_server(state, t)
@@ -96,6 +96,20 @@ def _failed_because(state: RunState, t: Trial) -> list[str]:
     if t.named_at is not None and t.named_at is not t.evidence:
         out.append(f"the collector named it at {t.named_at.where()}")
     return out
+
+
+def _failure(state: RunState, t: Trial) -> str:
+    """Gym's class for the failure (and its HTTP status); without one, the call that failed and
+    where it went."""
+    status = f"HTTP {t.http_status}" if t.http_status else ""
+    if t.failure_class:
+        return t.failure_class + (f", {status}" if status else "")
+    call = attribution.failing_call(state, t)
+    if call is None:
+        return status or "Gym gave no failure class"
+    path, server = call
+    where = f"{path} at {server.name}" if server is not None else path
+    return f"{where} answered {status}" if status else f"{where} failed"
 
 
 def _missing_because(state: RunState, t: Trial) -> list[str]:

@@ -219,6 +219,20 @@ def row_key(text: str) -> Optional[tuple[int, int, Optional[int]]]:
     return task, rollout if rollout is not None else 0, attempt
 
 
+_TASK_NAMED_RE = re.compile(r"_ng_task_index\W{0,4}(\d+)")
+_ROLLOUT_NAMED_RE = re.compile(r"_ng_rollout_index\W{0,4}(\d+)")
+
+
+def names_trial(text: str, key: tuple[int, int]) -> bool:
+    """The line names this (task, rollout) by Gym's own keys (a `row={...}` summary, a dumped
+    request, escaped or not); a line naming the task alone names each of its rollouts."""
+    task = _TASK_NAMED_RE.search(text) if "_ng_task_index" in text else None
+    if task is None or int(task.group(1)) != key[0]:
+        return False
+    rollout = _ROLLOUT_NAMED_RE.search(text)
+    return rollout is None or int(rollout.group(1)) == key[1]
+
+
 def _index(v: object) -> TypeGuard[int]:
     return type(v) is int and v >= 0
 

@@ -309,9 +309,48 @@ def _from_file(p: Path) -> RunLayout:
         return _from_dir(p.parent, Listings())
     if not is_rollouts_name(p.name):
         raise NotARun(f"{p}: not a rollouts file (expected <stem>.jsonl beside Gym's sidecars)")
+    why = not_gym_rows(p)
+    if why:   # before anything beside it is looked at: nothing of another run is borrowed
+        raise NotARun(f"{p}: not a Gym rollouts file: {why}")
     layout = RunLayout(root=p.parent, kind="gym_dir", rollouts=p)
     _fill_gym_dir(layout, p.parent, Listings())
     return layout
+
+
+ROWS_LOOKED_AT = 20         # whole lines of a named rollouts file looked at for a Gym row
+HEAD_LOOKED_AT = 4 << 20    # ... in at most this many bytes from its start
+
+
+def not_gym_rows(p: Path) -> str:
+    """'' when `p` can be a Gym rollouts file: one of its first whole lines is a Gym row
+    (records.not_a_gym_row), or it has no whole line yet (empty: a run just starting; or its first
+    row still being written, which starts as a JSON object does); else what it holds instead.
+    An unreadable file is the session's to report."""
+    from .records import not_a_gym_row
+
+    try:
+        data = read_head(p, HEAD_LOOKED_AT)
+    except OSError:
+        return ""
+    *whole, rest = data.replace(b"\r\n", b"\n").split(b"\n")
+    seen: list[str] = []
+    for lineno, raw in enumerate(whole, 1):
+        if not raw.strip():
+            continue
+        what = not_a_gym_row(raw)
+        if not what:
+            return ""
+        seen.append(f"line {lineno}: {what}")
+        if len(seen) == ROWS_LOOKED_AT:
+            break
+    if not seen:
+        start = rest.lstrip()[:1]
+        return "" if start in (b"", b"{") else f"its first line is not a JSON object ({rest.strip()[:40]!r}...)"
+    shown = "; ".join(seen[:3]) + ("; ..." if len(seen) > 3 else "")
+    if len(seen) == 1:
+        return f"its one line is not a Gym row ({shown})"
+    which = f"its first {len(seen)}" if len(seen) == ROWS_LOOKED_AT else f"its {len(seen)}"
+    return f"none of {which} lines is a Gym row ({shown})"
 
 
 def _from_dir(d: Path, ls: Listings) -> RunLayout:
@@ -327,7 +366,23 @@ def _from_dir(d: Path, ls: Listings) -> RunLayout:
     if layout.rollouts is None and not layout.streams and layout.logs_dir is None:
         raise NotARun(f"{d}: not a Gym run (no <stem>.jsonl with sidecars, no gym_* captured "
                       f"output, no logs/ dir, no {MANIFEST_NAME})")
+    rows = layout.rollouts
+    if rows is not None and _rows_alone(layout, rows, ls):
+        why = not_gym_rows(rows)
+        if why:
+            raise NotARun(f"{d}: not a Gym run: its only Gym-looking file, {layout.rel(rows)}, "
+                          f"is not a Gym rollouts file: {why}")
     return layout
+
+
+def _rows_alone(layout: RunLayout, rows: Path, ls: Listings) -> bool:
+    """The run is only a `rollouts*.jsonl` file (no sidecar, no captured output, no logs/ dir):
+    what it holds decides whether it is a run."""
+    if layout.streams or layout.logs_dir is not None or not ls.is_file(rows.parent, rows.name):
+        return False
+    names = ls.entries(rows.parent)
+    return not any(rows.stem + side in names for side in (SIDE_MATERIALIZED + ".jsonl", SIDE_FAILURES + ".jsonl",
+                                                          SIDE_AGGREGATE + ".json"))
 
 
 def _fill_gym_dir(layout: RunLayout, d: Path, ls: Listings) -> None:
@@ -389,3 +444,16 @@ def _launched(d: Path, ls: Listings) -> RunLayout:
     if layout.rollouts is None:
         layout.rollouts = _find_rollouts(d, ls)
     return layout
+
+
+def replay_speed(root: Path) -> Optional[float]:
+    """The speed a replay writes `root` at (1.0 when its marker names none); None when `root` is
+    not a replay's."""
+    try:
+        marker = json.loads((root / REPLAY_MARKER).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return 1.0
+    speed = marker.get("speed") if isinstance(marker, dict) else None
+    return float(speed) if isinstance(speed, (int, float)) and 0 < speed < float("inf") else 1.0

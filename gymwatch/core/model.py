@@ -22,8 +22,9 @@ V_STARTING, V_COLLECTING, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN 
     "starting", "collecting", "ok", "some_failed", "some_never_ran", "no_agent_ran")
 V_COLLECTION_ABORTED, V_STARTUP_FAILED, V_INCOMPLETE = (
     "collection_aborted", "startup_failed", "incomplete")
+V_UNREADABLE = "unreadable"     # the run's rows could not be read: what its trials did is unknown
 VERDICTS = (V_STARTING, V_COLLECTING, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN,
-            V_COLLECTION_ABORTED, V_STARTUP_FAILED, V_INCOMPLETE)
+            V_COLLECTION_ABORTED, V_STARTUP_FAILED, V_INCOMPLETE, V_UNREADABLE)
 
 # Server kinds (Gym's server types: resources_servers, responses_api_agents, responses_api_models,
 # and from 0.7 environment_servers, which receive the collector's /run).
@@ -107,8 +108,12 @@ class Server:
     process: Optional[dict] = None                         # psutil facts, when known
     orphaned: bool = False                                 # still running after gym env start ended
     first_run: Optional[Evidence] = None                   # its first `POST /run` (an agent's access log)
+    shut_down: Optional[Evidence] = None                   # its own clean shutdown began (uvicorn's `Shutting down`, ...)
     http_ok: Optional[bool] = None                         # last `GET /` probe (with --head)
     retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
+    # the `Response content: ...` line after each of its first `[upstream_request_failed]` lines (Gym
+    # 0.7): what the server it called answered (core/upstream.py)
+    answers: list[Evidence] = field(default_factory=list)
 
     @property
     def became_ready(self) -> bool:
@@ -188,6 +193,19 @@ class Malformed:
     reason: str
 
 
+@dataclass(slots=True)
+class Unreadable:
+    """A file or directory of the run gymwatch could not read (permission denied, a directory
+    where a file belongs, an I/O error): said once, never made into lines or trial verdicts."""
+
+    file: str            # relative to the run root; a directory ends with `/`
+    reason: str          # the system's words: "Permission denied", "Is a directory", ...
+    rows: bool = False   # a file of rows (rollouts, failures, materialized inputs): trials depend on it
+
+    def words(self) -> str:
+        return f"cannot read {self.file}: {self.reason}"
+
+
 def last_of(streams: dict[str, Evidence]) -> Optional[Evidence]:
     """The last line of the stream that says most: stderr (tracebacks) before stdout.
     Independent of the order the files were read in."""
@@ -211,6 +229,8 @@ class Collector:
     progress: Optional[tuple[int, int]] = None   # done, total
     examples_left: Optional[int] = None
     retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
+    # the rollouts file's last line when it is no whole row (cut mid-row: the collector died writing it)
+    cut_row: Optional[Evidence] = None
 
     @property
     def last_line(self) -> Optional[Evidence]:
@@ -351,6 +371,7 @@ class RunState:
     gym_signs: dict[str, Evidence] = field(default_factory=dict)      # version features seen (gymversion.py)
     agent_names: set[str] = field(default_factory=set)  # agent_ref.name seen in rows
     notes: list[str] = field(default_factory=list)
+    unreadable: dict[str, Unreadable] = field(default_factory=dict)   # by file: what could not be read
     now: Optional[float] = None                   # clock of the last update (live runs)
     activity: "Activity" = field(default_factory=lambda: Activity())
     reading: bool = False                         # files not yet read to their end (a budgeted poll)

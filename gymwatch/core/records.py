@@ -61,6 +61,26 @@ def load_object(raw: bytes) -> dict:
     return obj
 
 
+# A Gym row, at the least: a JSON object with a key Gym writes into every row of its rollouts and
+# sidecar files (docs/gym-formats.md §5): the trial's index keys and Gym's other `_ng_` keys, the
+# request, the agent's answer, the reward, the agent. A JSONL file none of whose rows has one is
+# not Gym's (a wrong file given to `gymwatch report`).
+GYM_ROW_KEYS = frozenset({TASK_KEY, ROLLOUT_KEY, "responses_create_params", "response", "reward", AGENT_REF_KEY})
+
+
+def not_a_gym_row(raw: bytes) -> str:
+    """'' for a Gym row (GYM_ROW_KEYS); else what the line is instead, in a few words."""
+    try:
+        obj = load_object(raw)
+    except BadLine as exc:
+        return str(exc)
+    if any(k in GYM_ROW_KEYS or k.startswith("_ng_") for k in obj):
+        return ""
+    keys = list(obj)
+    shown = ", ".join(_short(k, 40) for k in keys[:4]) + (", ..." if len(keys) > 4 else "")
+    return f"a JSON object with no Gym key ({shown})" if keys else "an empty JSON object"
+
+
 def _load_deep(raw: bytes) -> Any:
     try:
         return json.loads(raw)

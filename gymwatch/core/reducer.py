@@ -18,18 +18,19 @@ from .layout import BOTH, EVAL, VALIDATE
 from .stamps import STAMP_START, line_stamp
 from .model import (
     EXITED, FAILED, INSTALLING, K_RESOURCES, K_UNKNOWN, PENDING, READY, STARTING, T_COMPLETED, T_FAILED, T_MISSING,
-    T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed, Retrying,
+    T_NEVER_RAN, T_PENDING, SRC_FAILURE_ROW, SRC_LINE, SRC_ROW, Attempt, Evidence, HealthTotals, Malformed, Retrying, Unreadable,
     RunInfo, RunState, Server, Trial, TrialKey,
 )
 from .markers import is_error_line
 from .servers import ServerTracker, fail, hold, lift, lock_phase, on_line, ready_by_gym_first, same_venv, set_state
 from .tail import decode
-from .verdict import collector_ended, parent_gave_up, timed_out_reason
+from .verdict import collector_ended, exited_with_run, parent_gave_up, timed_out_reason
 
 MAX_KEPT_MALFORMED = 200
 CANON_MAX = 4096            # distinct values rollout_items keeps one object of
 LEFT_STARTING = "not up when gym env start ended: nothing waits for it any more"
 STOPPED_STARTING = "stopped by Gym before it was ready"
+EXITED_WITH_RUN = "exited with the run (Ctrl-C, or a signal)"
 _POOL_SIGN, _ACCESS_OFF_SIGN = logscan.STEADY_KEYWORDS["VERSION_SIGNS"]   # Reducer._output_signs
 
 
@@ -59,6 +60,7 @@ class Reducer:
         self._endpoint_list = False              # reading the endpoints listed under Gym's give-up line
         self.health_file_totals = False          # quality_summary.json read: it outranks the line
         self.access_sign_files: set[str] = set() # files whose first access-log line was seen
+        self.bad_rows: dict[str, int] = {}       # per rows file, its last line that was no row
         self._canon: tuple[dict, dict, dict] = ({}, {}, {})   # rollout_items' agent names, rewards, token counts
 
     def take_changes(self) -> Changes:
@@ -85,7 +87,10 @@ class Reducer:
             env.kind = K_RESOURCES
         if p.died_server and p.died_server in st.servers:
             s = st.servers[p.died_server]
-            self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
+            if exited_with_run(st, s):
+                self._conclude(s, now, phase=EXITED_WITH_RUN, state=EXITED)
+            else:
+                self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
         if p.timeout is not None:
             for s in st.servers.values():
                 if not s.became_ready and s.state != FAILED:
@@ -128,7 +133,10 @@ class Reducer:
             set_state(s, state or s.state, now, phase)
 
     def _settle_trials(self, ended: bool) -> set[TrialKey]:
+        """Expected trials without a row are missing once the collector has ended; not while a file
+        of rows could not be read (their rows may be in it)."""
         moved = set()
+        ended = ended and not any(u.rows for u in self.state.unreadable.values())
         for t in self.state.trials.values():
             if t.status == T_PENDING and ended and t.expected:
                 t.status = T_MISSING
@@ -972,7 +980,16 @@ class Reducer:
             if not raw.strip():
                 return None   # a blank line is not a row
             self._malformed(file, lineno, str(exc))
+            self.bad_rows[file] = lineno
             return None
+
+    def cut_row(self, ev: Optional[Evidence]) -> None:
+        """The rollouts file's last line when it is no whole row (the session tells: a partial line
+        held back, or an unusable last line with no line end), else None."""
+        c = self.state.collector
+        if c.cut_row != ev:
+            c.cut_row = ev
+            self.changes.run = True
 
     def _key(self, facts: records.RowFacts, file: str, lineno: int) -> Optional[TrialKey]:
         if not self.state.collector.started:
@@ -998,6 +1015,18 @@ class Reducer:
         if len(self.state.malformed) < MAX_KEPT_MALFORMED:
             self.state.malformed.append(Malformed(file, lineno, reason))
         self.changes.run = True
+
+    def unreadable(self, file: str, reason: str, rows: bool = False) -> None:
+        """A file (or a directory: `file` ends with `/`) that could not be read, and why."""
+        known = self.state.unreadable.get(file)
+        if known is None or known.reason != reason:
+            self.state.unreadable[file] = Unreadable(file, reason, rows)
+            self.changes.run = True
+
+    def readable(self, file: str) -> None:
+        """A file read after all (its permissions were fixed): no longer unreadable."""
+        if self.state.unreadable.pop(file, None) is not None:
+            self.changes.run = True
 
     def file_error(self, file: str, reason: str) -> None:
         for m in self.state.malformed:

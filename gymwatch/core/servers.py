@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import gymlines as gl
+from . import upstream
 from .markers import find_marker
 from .model import EXITED, FAILED, INSTALLING, K_UNKNOWN, PENDING, READY, STARTING, Evidence, RunState, Server
 
@@ -18,7 +19,8 @@ class ServerTracker:
     """Per-server reducer state that views do not need (error-block bookkeeping)."""
 
     __slots__ = ("in_block", "block_start", "block_exception", "last_error_block", "guessed",
-                 "installed_at", "after_install", "lock_wait", "stopping", "before_block", "chained", "settled")
+                 "installed_at", "after_install", "lock_wait", "stopping", "before_block", "chained", "settled",
+                 "upstream_failed")
 
     def __init__(self) -> None:
         self.in_block = False
@@ -35,6 +37,7 @@ class ServerTracker:
         self.before_block: tuple | None = None   # what the current error block changed, to undo it
         self.chained = False        # the last line chains the next traceback to this one
         self.settled: tuple | None = None   # the server as its lines left it, before settle's conclusions
+        self.upstream_failed = False  # its last line was `[upstream_request_failed]`: the answer comes next
 
     @property
     def ended_at_install(self) -> bool:
@@ -60,6 +63,8 @@ def _restart(server: Server, tracker: ServerTracker) -> None:
     server.ready_at = None
     server.silent_death = False
     server.reported_ready_by_gym = False
+    server.shut_down = None
+    server.answers.clear()
     tracker.__init__()  # type: ignore[misc]
 
 
@@ -192,9 +197,13 @@ def _errors(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
         return      # tracebacks of a server that is shutting down say nothing about the run
     if gl.STOPPING_RE.search(text):
         tracker.stopping.add(ev.file)
+        server.shut_down = server.shut_down or ev
         tracker.in_block = False
         return
     marker = find_marker(text)
+    if tracker.upstream_failed and marker is None and upstream.is_answer_line(text) and len(server.answers) < MAX_KEPT_ERRORS:
+        server.answers.append(ev)
+    tracker.upstream_failed = marker == "upstream_failed"
     if marker == "traceback" and tracker.in_block and not tracker.chained:
         tracker.in_block = False          # a new traceback, not one chained to the last
     tracker.chained = text.startswith(_CHAINED)

@@ -21,7 +21,7 @@ import msgspec
 from . import eolcount, inputkeys, procs, rowsfork
 from .config import read_info
 from .layout import MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
-from .model import RunState
+from .model import Evidence, RunState
 from .reducer import Changes, Reducer
 from .tail import Tailer, read_head, read_head_stat
 from .verdict import parent_ended
@@ -161,11 +161,20 @@ class RunSession:
             self.reducer.run_info(read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest))
 
     def server_logs(self) -> dict[str, Path]:
-        """The run's per-server logs now (a live run's logs/ dir may appear or grow)."""
+        """The run's per-server logs now (a live run's logs/ dir may appear or grow). A logs dir
+        that cannot be listed is said once (not a run without logs)."""
         lay = self.layout
         if lay.logs_dir is None and lay.kind != "launched" and self._is(lay.root / "logs", stat.S_ISDIR):
             lay.logs_dir = lay.root / "logs"
-        return lay.server_logs(self.listed)
+        logs = lay.server_logs(self.listed)
+        if not logs and lay.logs_dir is not None:
+            rel = lay.rel(lay.logs_dir).rstrip("/") + "/"
+            why = _unlistable(lay.logs_dir)
+            if why:
+                self.reducer.unreadable(rel, why)
+            else:
+                self.reducer.readable(rel)
+        return logs
 
     def run_streams(self) -> list[Stream]:
         """Gym's captured output found in the run now (a launched run's are in its manifest)."""
@@ -203,6 +212,7 @@ class RunSession:
             finally:
                 if helper is not None:
                     helper.close()
+            self.reducer.cut_row(self._cut_row(lay.rollouts))
             if keys is not None and lay.materialized is not None:
                 reset |= self._keys_from(keys, lay.materialized, final)
             reset |= self._read(lay.failures, final, self.reducer.failure_row)
@@ -232,7 +242,10 @@ class RunSession:
             batch = t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows) if stop is None else \
                 t.read(final=final, max_bytes=piece, blocks=blocks, rows=rows, stop=stop)
             if batch.error:
-                self.reducer.file_error(rel, f"cannot read: {batch.error}")
+                lay = self.layout
+                self.reducer.unreadable(rel, batch.error, rows=path in (lay.rollouts, lay.failures, lay.materialized))
+                return False
+            self.reducer.readable(rel)
             if batch.reset:
                 return True
             for lineno, raw in batch.blocks if blocks else batch.runs if rows else batch.lines:
@@ -245,6 +258,20 @@ class RunSession:
             if deadline is not None and time.monotonic() >= deadline:
                 self.behind[rel] = (t.offset, self._size(path))
                 return False
+
+    def _cut_row(self, path: Path) -> Optional[Evidence]:
+        """The rollouts file's last line when it is no whole row: a partial line held back, or
+        (read to the end) an unusable line with no line end after it. Gym ends every row with one,
+        so either is a row cut short: once the collector has ended, it died writing it."""
+        t = self.tailers.get(path)
+        if t is None or not t.exists:
+            return None
+        rel = self._rels[path]
+        if t.held:
+            return Evidence(rel, t.lineno + 1, "", CUT_ROW)
+        if t.lineno and self.reducer.bad_rows.get(rel) == t.lineno and not _ends_a_line(path, t.offset):
+            return Evidence(rel, t.lineno, "", CUT_ROW)
+        return None
 
     def _keys_child(self, path: Optional[Path], final: bool) -> Optional[inputkeys.KeysChild]:
         """A child process reading a big materialized-inputs file's keys while this one reads the
@@ -376,8 +403,12 @@ class RunSession:
             return
         try:
             _whole_json(read_head(agg))
-        except (OSError, ValueError):
-            return   # absent, or still being written
+        except OSError as exc:
+            if exc.errno not in _ABSENT:
+                self.reducer.unreadable(self.layout.rel(agg), exc.strerror or str(exc))
+            return
+        except ValueError:
+            return   # still being written
         self.reducer.aggregate_done()
 
     def _health_summary(self, final: bool) -> None:
@@ -498,6 +529,32 @@ def _stat_sig(path: Path) -> tuple:
         return (str(path), st.st_size, st.st_mtime_ns)
     except OSError:
         return (str(path), None, None)
+
+
+CUT_ROW = "the last row, cut mid-line (no line end after it)"
+
+
+def _ends_a_line(path: Path, offset: int) -> bool:
+    """The byte before `offset` ends a line (or cannot be read: then nothing is claimed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        return os.pread(fd, 1, offset - 1) in (b"\n", b"\r") if offset > 0 else True
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _unlistable(d: Path) -> str:
+    """Why a directory cannot be listed ('' when it can, or is not there)."""
+    try:
+        with os.scandir(d):
+            return ""
+    except OSError as exc:
+        return "" if exc.errno in _ABSENT else (exc.strerror or str(exc))
 
 
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)      # Path.exists() says False

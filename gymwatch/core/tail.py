@@ -7,6 +7,7 @@ replaced (new inode, or smaller than what was already read); then it says so wit
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -62,6 +63,11 @@ class Tailer:
         self.mtime: float | None = None    # the file's last write, as of the last read
         self._blocks = self._rows = False
 
+    @property
+    def held(self) -> bool:
+        """A partial last line is held back (no line end after it yet)."""
+        return bool(self._partial) or self._skipping
+
     def adopt(self, offset: int, lineno: int) -> None:
         """Another reader read the file up to `offset` (`lineno` whole lines): go on from there."""
         try:
@@ -102,7 +108,7 @@ class Tailer:
         try:
             st = os.fstat(fd)
             if not _is_regular(st.st_mode):
-                batch.error = "not a regular file"
+                batch.error = os.strerror(errno.EISDIR) if stat.S_ISDIR(st.st_mode) else "not a regular file"
                 return batch
             ident = (st.st_dev, st.st_ino)
             if self._ident is not None and (ident != self._ident or st.st_size < self.offset):

@@ -11,7 +11,7 @@ from . import attribution
 from . import gymlines as gl
 from .model import (
     FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, Evidence, RunState, Server,
+    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Unreadable,
 )
 
 EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT = 0, 1, 2, 3
@@ -32,7 +32,7 @@ def timed_out_reason(state: RunState, s: Server) -> str:
     limit = f"Gym's {m.group(1)}s spin-up limit" if m else "Gym's spin-up limit"
     doing = s.phase if s.phase and s.phase not in ("failed", "ready") else (
         "starting" if s.last_line else "silent: no output of its own")
-    last = f"; its last line: {s.last_line.strip()[:120]}" if s.last_line.strip() else ""
+    last = f"; its last line: {s.last_line.strip()}" if s.last_line.strip() else ""
     return f"not ready within {limit}; it was {doing}{last}"
 
 
@@ -45,6 +45,33 @@ def parent_ended(state: RunState) -> bool:
     p = state.parent
     gone = p.alive is False or (p.alive is None and state.activity.quiet)
     return bool(p.finished or p.died or p.timeout or p.traceback or (p.started and gone))
+
+
+def exited_with_run(state: RunState, s: Server) -> bool:
+    """Its own output shows a clean uvicorn shutdown (`Shutting down`, ..., `Finished server
+    process`) on a stop Gym was making (it stopped its servers, or was interrupted). Ctrl-C reaches
+    gym env start and its servers at once: a server can be gone before Gym's next poll, which then
+    calls it dead (`Process X finished unexpectedly!`). It did not die: it exited with the run."""
+    p = state.parent
+    return s.shut_down is not None and (p.stopping is not None or p.interrupt is not None or p.finished is not None)
+
+
+def stopped_not_dead(state: RunState) -> Optional[Server]:
+    """The server Gym called dead when it had exited with the run (exited_with_run), if any."""
+    p = state.parent
+    s = state.servers.get(p.died_server) if p.died_server else None
+    return s if s is not None and exited_with_run(state, s) else None
+
+
+def _own_traceback(state: RunState) -> Optional[Evidence]:
+    """gym env start's traceback, unless it is only Gym's report of a server that exited with the
+    run (the traceback ends with that `Process X finished unexpectedly!`)."""
+    p = state.parent
+    tb, died = p.traceback, p.died
+    if tb is not None and died is not None and tb.file == died.file and tb.line < died.line \
+            and stopped_not_dead(state) is not None:
+        return None
+    return tb
 
 
 def collector_ended(state: RunState) -> bool:
@@ -78,6 +105,21 @@ def mean_reward(state: RunState) -> Optional[float]:
 
 
 def verdict(state: RunState) -> Verdict:
+    """The run's verdict; its related lines each once, none the evidence itself (by file and line:
+    the same line can be reached as two Evidence objects)."""
+    v = _verdict(state)
+    cut = attribution.cut_row(state) if v.name in (V_INCOMPLETE, V_COLLECTION_ABORTED) else None
+    v.related = _related([*v.related, cut], v.evidence)
+    unread = [u for u in state.unreadable.values() if not u.rows]
+    if unread and v.name != V_UNREADABLE:     # what the conclusion was drawn without
+        v.reason += "; not read: " + "; ".join(u.words() for u in unread)
+    return v
+
+
+def _verdict(state: RunState) -> Verdict:
+    rows = [u for u in state.unreadable.values() if u.rows]
+    if rows:
+        return _rows_unreadable(state, rows)
     c = counts(state)
     records = c[T_COMPLETED] + c[T_FAILED] + c[T_NEVER_RAN]
     if records and c[T_NEVER_RAN] == records and state.unattributed_records == 0 and collector_ended(state):
@@ -88,7 +130,7 @@ def verdict(state: RunState) -> Verdict:
         if state.parent.head_failed is not None and state.parent.all_ready is None:
             return _head_failed(state)
         failed = any(s.state == FAILED for s in state.servers.values())
-        if state.parent.interrupt is not None and not failed:
+        if (state.parent.interrupt is not None or stopped_not_dead(state) is not None) and not failed:
             return _interrupted_start(state)
         if parent_gave_up(state) or failed:
             return _startup_failed(state)
@@ -114,7 +156,7 @@ def verdict(state: RunState) -> Verdict:
         first = _first(state, T_NEVER_RAN)
         v = Verdict(V_SOME_NEVER_RAN, f"{c[T_NEVER_RAN]} of {records} trials never ran: the model was "
                     "never called, their 0.0 rewards are withheld",
-                    first.evidence if first else None, exit_code=EXIT_TRIALS)
+                    attribution.never_ran_row(first) if first else None, exit_code=EXIT_TRIALS)
         cause = attribution.never_ran_cause(state, first)
         if cause:
             v.related.append(cause)
@@ -122,6 +164,18 @@ def verdict(state: RunState) -> Verdict:
     if c[T_FAILED]:
         return _some_failed(state, c)
     return Verdict(V_OK, f"{c[T_COMPLETED]} trials completed", None, exit_code=EXIT_OK)
+
+
+def _rows_unreadable(state: RunState, rows: list[Unreadable]) -> Verdict:
+    """A file of the run's rows could not be read: its trials are neither completed nor missing,
+    they are unknown; the report says so with the unreadable-input exit code."""
+    why = "; ".join(u.words() for u in rows) + ": what the run's trials did is unknown"
+    if state.expected_total is not None:
+        why += f" ({state.expected_total} expected)"
+    others = [u for u in state.unreadable.values() if not u.rows]
+    if others:
+        why += "; not read either: " + "; ".join(u.words() for u in others)
+    return Verdict(V_UNREADABLE, why, None, [], EXIT_INPUT)
 
 
 def _collecting(state: RunState, records: int) -> Verdict:
@@ -219,19 +273,23 @@ def starting_evidence(state: RunState) -> Optional[Evidence]:
 
 def _interrupted_start(state: RunState) -> Verdict:
     """gym env start was stopped by Ctrl-C (SIGINT) before any collection: the user's stop, not a
-    failure. Servers it was still waiting for were stopped wherever they were (installing, starting)."""
+    failure. Servers it was still waiting for were stopped wherever they were (installing, starting).
+    Without its bare `KeyboardInterrupt`, a server that exited with the run shows the stop."""
     p = state.parent
+    how = "(Ctrl-C, or SIGINT)" if p.interrupt is not None else "(Ctrl-C, or a signal)"
     if p.all_ready is not None:
-        why = "gym env start was interrupted (Ctrl-C, or SIGINT) after every server was ready, before any collection"
+        why = f"gym env start was interrupted {how} after every server was ready, before any collection"
     else:
         waiting = still_waiting(state)
-        why = "gym env start was interrupted (Ctrl-C, or SIGINT) before every server was ready"
+        why = f"gym env start was interrupted {how} before every server was ready"
         if waiting:
             why += f" (still waiting for {', '.join(waiting)})"
     if p.stopping is not None:
         why += "; it stopped its servers"
-    related = [e for e in (p.wait_line, p.stopping) if e is not None]
-    return Verdict(V_INCOMPLETE, why, p.interrupt, related, EXIT_TRIALS)
+    stopped = stopped_not_dead(state)
+    evidence = p.interrupt or p.stopping or (stopped.shut_down if stopped is not None else None)
+    related = _related([p.wait_line, p.stopping, p.died if stopped is not None else None], evidence)
+    return Verdict(V_INCOMPLETE, why, evidence, related, EXIT_TRIALS)
 
 
 def _no_agent_ran(state: RunState) -> Verdict:
@@ -320,7 +378,7 @@ def _some_failed(state: RunState, c: dict[str, int]) -> Verdict:
     what, cause, own = _failures(state)
     why = f"{c[T_FAILED]} of {c[T_FAILED] + c[T_COMPLETED]} trials failed{what}; {c[T_COMPLETED]} completed"
     if cause is not None and cause not in own:
-        why += f"; the first failure traces to {cause.file}"
+        why += f"; the first failure traces to {cause.where()}: {attribution.said(state, cause)}"
     return Verdict(V_SOME_FAILED, why, cause or (own[0] if own else None), _related(own, cause), EXIT_TRIALS)
 
 
@@ -334,7 +392,16 @@ def _failures(state: RunState) -> tuple[str, Optional[Evidence], list[Evidence]]
     what = f" ({', '.join(kinds)})" if kinds else ""
     cause = attribution.trial_cause(state, first) if first else None
     own = [e for e in ((first.named_at, first.evidence) if first else ()) if e is not None]
-    return what, cause, own
+    return what, cause, [_described(e, first) for e in own]
+
+
+def _described(e: Evidence, t) -> Evidence:
+    """A row as a verdict's line: a row's evidence has no text (rows are long); its note says what it is."""
+    if e.text or e.note:
+        return e
+    what = ", ".join(x for x in (t.failure_class, f"HTTP {t.http_status}" if t.http_status else "") if x)
+    return Evidence(e.file, e.line, "", f"the row of task {t.task_index} rollout {t.rollout_index}"
+                    + (f" ({what})" if what else ""))
 
 
 def _aborted(state: RunState) -> Verdict:
@@ -357,7 +424,8 @@ def _stopped_while_collecting(state: RunState) -> bool:
     death named and no traceback of its own: it was stopped (Ctrl-C, a signal). Their open /runs
     then answer 500: an abort that nothing upstream explains (abort_cause) follows from the stop."""
     p = state.parent
-    return p.stopping is not None and p.died is None and p.traceback is None
+    return p.stopping is not None and (p.died is None or stopped_not_dead(state) is not None) \
+        and _own_traceback(state) is None
 
 
 def _aborted_after_a_death(state: RunState, dead: Server, ev: Optional[Evidence], related: list,
@@ -374,8 +442,15 @@ def _aborted_after_a_death(state: RunState, dead: Server, ev: Optional[Evidence]
 
 
 def _related(lines: Sequence[Optional[Evidence]], evidence: Optional[Evidence] = None) -> list[Evidence]:
-    """The lines beside a verdict's evidence: each once, in order, without the evidence itself."""
-    return [e for e in dict.fromkeys(lines) if e is not None and e is not evidence]
+    """The lines beside a verdict's evidence: each once (by file and line), in order, without the
+    evidence itself."""
+    seen = {(evidence.file, evidence.line)} if evidence is not None else set()
+    out = []
+    for e in lines:
+        if e is not None and (e.file, e.line) not in seen:
+            seen.add((e.file, e.line))
+            out.append(e)
+    return out
 
 
 def _all_failed(state: RunState) -> bool:
@@ -391,7 +466,7 @@ def _aborted_after_every_trial_failed(state: RunState, died: str) -> Verdict:
     what, cause, own = _failures(state)
     why = f"every one of the {len(state.trials)} trials failed{what}"
     if cause is not None and cause not in own:
-        why += f"; the first failure traces to {cause.where()}"
+        why += f"; the first failure traces to {cause.where()}: {attribution.said(state, cause)}"
     why += f"; then {died}"
     return Verdict(V_COLLECTION_ABORTED, why, cause or (own[0] if own else c.error or c.traceback),
                    _related([*own, c.error, c.traceback], cause), EXIT_RUN)
@@ -410,8 +485,11 @@ def _incomplete(state: RunState) -> Verdict:
         ended = f" ({quiet})" if quiet else _exit_words(c.exit_code)
     why = (f"the collector ended without `Finished rollout collection!`{ended}; "
            f"{n} trials missing" if not c.finished else f"collection finished but {n} expected trials have no row")
-    related = [e for e in (c.last_line if shut else None, attribution.agent_log_evidence(state)) if e]
-    evidence = (c.error if c.interrupted else None) or shut or c.last_line or c.error
+    cut = attribution.cut_row(state)
+    if cut is not None and not c.interrupted:
+        why += f"; its last row ({cut.where()}) is cut mid-line: the collector died while writing it"
+    related = [e for e in (c.last_line if shut and cut is None else None, attribution.agent_log_evidence(state)) if e]
+    evidence = (c.error if c.interrupted else None) or cut or shut or c.last_line or c.error
     trouble = attribution.connection_trouble(state) if not c.finished else None
     if trouble is not None:      # what stalled it: the collection waited on a connection that never came
         why += f"; before that, {attribution.retry_words(state, *trouble)}"

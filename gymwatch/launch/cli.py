@@ -61,31 +61,33 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Launch a simulated NeMo Gym 0.4.0 (gymwatch/sim) through the same launcher as `gymwatch run` "
                     "and watch it: mcqa builds its venv on a cold cache (~25 s), 12 trials finish over about a "
                     "minute, one fails (a row in rollouts_failures.jsonl) and two never run (empty output, zero "
-                    "usage, reward 0.0). The run is stopped when the screen closes (unless --keep).")
+                    "usage, reward 0.0). Each server's output is also in its own log (RUN_DIR/logs, Gym's "
+                    "+nemo_gym_log_dir). The run is stopped when the screen closes (unless --keep).")
     _common_watch(demo)
     demo.add_argument("--fast", action="store_true", help="compress time: the whole run takes a few seconds")
     demo.add_argument("--keep", action="store_true", help="leave the simulated servers running at the end")
     demo.set_defaults(func=_demo)
 
 
-def _user_error(msg: str) -> Exception:
-    from ..cli import UserError
+def _user_error(msg: str, usage: bool = False) -> Exception:
+    from ..cli import UsageError, UserError
 
-    return UserError(msg)
+    return UsageError(msg) if usage else UserError(msg)
 
 
 def _run(args: argparse.Namespace) -> int:
     from .manifest import new_run_id
-    from .plan import PlanError, find_gym, gym_version, make_plan, pass_startup_timeout
+    from .plan import PlanError, PlanUsage, find_gym, gym_version, make_plan, pass_startup_timeout, split_command
 
     run_id = new_run_id()
     run_dir = Path(args.run_dir or Path("gymwatch-runs") / run_id).expanduser().resolve()
     cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
     try:
+        split_command(list(args.command))     # a wrong command line first: a usage error, before gym is looked for
         gym = find_gym(args.gym)
         plan = make_plan(list(args.command), run_dir, cwd, gym)
     except PlanError as exc:
-        raise _user_error(str(exc)) from None
+        raise _user_error(str(exc), usage=isinstance(exc, PlanUsage)) from None
     plan.gym_version = gym_version(gym)
     pass_startup_timeout(plan, args.startup_timeout)
     for note in plan.notes:

@@ -27,6 +27,10 @@ class PlanError(ValueError):
     pass
 
 
+class PlanUsage(PlanError):
+    """The words after `--` are not a gym command gymwatch can run: a usage error."""
+
+
 @dataclass
 class Plan:
     gym: list[str]                       # the gym CLI: [path] or [python, -m, gymwatch.sim]
@@ -72,10 +76,10 @@ def split_command(tokens: list[str]) -> tuple[Optional[list[str]], Optional[list
             ev = part
         else:
             shown = " ".join(part[:2]) or "nothing"
-            raise PlanError(f"expected `env start ...` then optionally `--then eval run ...`, "
+            raise PlanUsage(f"expected `env start ...` then optionally `--then eval run ...`, "
                             f"or one `eval run ...`; got `{shown}`")
     if env is None and ev is None:
-        raise PlanError("no gym command: give `-- env start ARGS... [--then eval run ARGS...]` or `-- eval run ARGS...`")
+        raise PlanUsage("no gym command: give `-- env start ARGS... [--then eval run ARGS...]` or `-- eval run ARGS...`")
     return env, ev
 
 

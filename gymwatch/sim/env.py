@@ -1,5 +1,11 @@
 """The simulated `gym env start`: a head server, a stand-in Ray process, three servers, Gym's
-readiness lines and banner; then it waits for SIGTERM and shuts down like Gym 0.4.0."""
+readiness lines and banner; then it waits for SIGTERM and shuts down like Gym 0.4.0.
+
+As in Gym, a server inherits Gym's stdout and stderr, unless `+nemo_gym_log_dir=<dir>` is given:
+then its stdout and stderr go, merged, both to `<dir>/<name>.log` (appended) and to Gym's stdout
+(Gym runs it as `(<command>) 2>&1 | tee -a <dir>/<name>.log`), so Gym's stdout says in which order
+the servers' lines came (the merged view orders the logs by it). `+skip_venv_if_present=true` skips
+uv for a server whose venv is there (all but the cold one)."""
 
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ import threading
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO
 
 from . import lines as L
 from .hydra import SITE
@@ -23,6 +31,23 @@ ERR = sys.stderr
 
 class Stop(Exception):
     """SIGTERM/SIGINT arrived."""
+
+
+# Server types whose requirements.txt is only `-e nemo-gym[dev] @ ../../`: on a wheel install with
+# the log dir's `set -o pipefail`, their uv step fails though uv succeeded (docs/gym-formats.md §4).
+ONLY_GYM_REQUIREMENTS = ("responses_api_agents", "responses_api_models")
+_stdout_lock = threading.Lock()
+
+
+def tee(pipe: IO[bytes], log: Path) -> None:
+    """`tee -a <log>`: each line of a server's merged output to its log and to Gym's stdout."""
+    with open(log, "ab") as fh:
+        for line in iter(pipe.readline, b""):
+            fh.write(line)
+            fh.flush()
+            with _stdout_lock:
+                sys.stdout.buffer.write(line)
+                sys.stdout.flush()
 
 
 def free_port() -> int:
@@ -54,6 +79,8 @@ class SimEnv:
         self.fail = args.get("sim_fail_server", "")
         self.cold = args.get("sim_cold_server", args.get("resources_server", "mcqa"))
         self.servers = servers_for(args)
+        self.log_dir = args.get("nemo_gym_log_dir")
+        self.skip_venv = str(args.get("skip_venv_if_present", "false")).lower() == "true"
         self.procs: dict[str, subprocess.Popen] = {}
         self.ray: subprocess.Popen | None = None
         self.head: ThreadingHTTPServer | None = None
@@ -82,19 +109,32 @@ class SimEnv:
         L.out(f"Started Ray cluster at {ray_addr}")
         self._start_head()
         for s in self.servers:
-            name = s["process_name"]
-            cmd = [sys.executable, "-m", "gymwatch.sim.server", name, s["server_type"], str(s["port"]),
-                   str(self.speed), "1" if name == self.cold else "0", "1" if name == self.fail else "0", ray_addr,
-                   s["dir_path"].rsplit("/", 1)[-1]]
-            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env={**os.environ, "NEMO_GYM_CONFIG_PATH": name})
-            self.procs[name] = p
-            s["pid"] = p.pid
+            self._start_server(s, ray_addr)
         L.out("Waiting for head server to spin up")
         L.out("Head server is not up yet (status `connection_error`). Sleeping...")
         self.sleep(1)
         L.out(f'INFO:     127.0.0.1:{random.randint(40000, 60000)} - "GET / HTTP/1.1" 200 OK')
         L.out("Waiting for servers to spin up")
         self._wait_ready()
+
+    def _start_server(self, s: dict, ray_addr: str) -> None:
+        name = s["process_name"]
+        venv = "cold" if name == self.cold else ("skip" if self.skip_venv else "warm")
+        dies = bool(self.log_dir) and venv != "skip" and s["server_type"] in ONLY_GYM_REQUIREMENTS
+        cmd = [sys.executable, "-m", "gymwatch.sim.server", name, s["server_type"], str(s["port"]),
+               str(self.speed), venv, "1" if name == self.fail else "0", ray_addr,
+               s["dir_path"].rsplit("/", 1)[-1], "1" if dies else "0"]
+        env = {**os.environ, "NEMO_GYM_CONFIG_PATH": name}
+        if not self.log_dir:
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
+        else:
+            log = Path(self.log_dir) / f"{name.replace('/', '_')}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 env=env)
+            threading.Thread(target=tee, args=(p.stdout, log), daemon=True).start()
+        self.procs[name] = p
+        s["pid"] = p.pid
 
     def _start_head(self) -> None:
         servers = self.servers

@@ -1,7 +1,9 @@
 """One simulated Gym server process: venv lines, Ray lines, uvicorn lines, then an HTTP server.
 
-`python -m gymwatch.sim.server NAME SERVER_TYPE PORT SPEED INSTALL FAIL RAY_ADDR IMPL`. Its output
-goes to the parent's stdout (the `(name) ` prefix is on every line, as in Gym). The agent
+`python -m gymwatch.sim.server NAME SERVER_TYPE PORT SPEED VENV FAIL RAY_ADDR IMPL DIES`. VENV: `cold`
+(a venv built from scratch), `warm` (uv checks it), `skip` (`+skip_venv_if_present`: no uv). DIES:
+Gym 0.4.0's pipefail bug with `+nemo_gym_log_dir` (the shell exits 1 once uv is done: nothing more).
+Its output goes to the parent's streams, the `(name) ` prefix on the lines Gym prefixes. The agent
 answers POST /run with the trial's outcome."""
 
 from __future__ import annotations
@@ -102,18 +104,21 @@ class Handler(BaseHTTPRequestHandler):
 def main(argv: list[str]) -> int:
     global NAME
     NAME, stype, port, speed = argv[0], argv[1], int(argv[2]), float(argv[3])
-    do_install, fail, ray_addr = argv[4] == "1", argv[5] == "1", argv[6]
+    setup, fail, ray_addr = argv[4], argv[5] == "1", argv[6]
     impl = argv[7] if len(argv) > 7 else NAME
+    dies = len(argv) > 8 and argv[8] == "1"
     venv = os.path.join(os.getcwd(), stype, impl, ".venv")
-    if do_install:
+    if setup == "cold":
         install(venv, speed, 25.0)
-    else:
+    elif setup == "warm":
         say(f"Using CPython {L.PY} interpreter at: {L.PY_BIN}")
         say(f"Creating virtual environment with seed packages at: {venv}")
         say(f"Activate with: source {venv}/bin/activate")
         time.sleep(0.5 * speed)
         say(f"Using Python {L.PY} environment at: {venv}")
         say("Checked 3 packages in 37ms")
+    if dies:
+        return 1            # `grep -v -F '../..'` selected nothing: `&& python app.py` never ran
     time.sleep(2.0 * speed)
     L.out(f"Connecting to Ray cluster at specified address: {ray_addr}")
     L.out(f"{L.ray_stamp()}\tINFO worker.py:1841 -- Connecting to existing Ray cluster at address: {ray_addr}...",

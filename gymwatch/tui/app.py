@@ -74,8 +74,8 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
                  head: Optional[str] = None, tick: float = 1.0, animations: bool = True,
                  notify: bool = True) -> None:
         super().__init__()
-        self.clock = clock
         self.live = run if isinstance(run, LiveRun) else LiveRun(run, logs, clock=clock)
+        self.clock = self.live.clock            # the run's own time (a replay's runs at its speed)
         self.change_source = change_source or watchfiles_source()
         self.head = head
         self.tick = tick

@@ -13,7 +13,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core.layout import REPLAY_MARKER, NotARun
+from ..core.layout import NotARun, replay_speed
 from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState
 from ..core.reducer import Changes
 from ..core.session import RunSession, carry_times
@@ -26,24 +26,55 @@ STAMP_TRUSTED_FOR = 3 * 86400.0
 POLL_BUDGET = 0.1    # seconds of reading per poll; the rest of a huge file is read on the next ones
 
 
+class RunClock:
+    """The run's own time, the clock of everything the screen times: the wall clock, or, in a
+    replay at N times speed, a clock N times as fast from when the replay said so (continuous:
+    no jump), so that 60 s of Gym's spin-up limit read as 60 s on screen at any replay speed."""
+
+    def __init__(self, wall: Callable[[], float]):
+        self.wall = wall
+        self.speed = 1.0
+        self._wall0, self._run0 = 0.0, 0.0     # where the current speed took over
+
+    def __call__(self) -> float:
+        return self._run0 + (self.wall() - self._wall0) * self.speed
+
+    def set_speed(self, speed: float) -> None:
+        if speed != self.speed:
+            self._run0, self._wall0 = self(), self.wall()
+            self.speed = speed
+
+
 class LiveRun:
     def __init__(self, path: str, logs: Optional[str] = None, clock: Callable[[], float] = time.time,
                  check_processes: Optional[bool] = None):
-        self.path, self.logs, self.clock = path, logs, clock
-        root = Path(path).expanduser()
-        self.replay = (root / REPLAY_MARKER).is_file()
-        if check_processes is None:
-            check_processes = not (self.replay or os.environ.get("GYMWATCH_NO_PROCESS_CHECK"))
-        self.check_processes = check_processes
+        self.path, self.logs = path, logs
+        self.clock = RunClock(clock)
+        self._default_check = check_processes is None      # a replay has no processes to look for
+        self.check_processes = not os.environ.get("GYMWATCH_NO_PROCESS_CHECK") if check_processes is None \
+            else check_processes
+        self.replay = False
         self.session: Optional[RunSession] = None
         self.waiting = ""                      # why there is no session yet
-        self.opened_at = clock()
+        self.opened_at = self.clock()
         self._samples: deque[tuple[float, int]] = deque()
         self._open()
+
+    def _seen_replay(self) -> None:
+        """A run `gymwatch replay` writes says so, with its speed, before its first file (the
+        screen may have opened on the empty dir before): from then on the clock runs at it."""
+        if self.replay:
+            return
+        speed = replay_speed(Path(self.path).expanduser())
+        if speed is not None:
+            self.replay = True
+            self.clock.set_speed(speed)
+            self.check_processes = self.check_processes and not self._default_check
 
     def _open(self, reopen: bool = False) -> bool:
         """`reopen`: the run was being watched already; lines read now are stamped now (the times
         of what the previous session saw are carried over)."""
+        self._seen_replay()
         try:
             self.session = RunSession.open(self.path, self.logs, clock=self.clock,
                                            check_processes=self.check_processes, timed=reopen)

@@ -68,36 +68,48 @@ class EvidenceNav:
     def open_all_logs(self) -> None:
         """Every server's own log merged into one view (label and colour per server); where
         the servers' output is only in Gym's captured output, that output (already merged)."""
-        session = self.live.session
-        if session is None:
-            return
-        lay = session.layout
-        sources = [(name, path, lay.rel(path)) for name, path in sorted(lay.server_logs().items())]
-        env = [s for s in session.streams() if s.role == ENV]
-        # every server also prints to Gym's stdout, in the order Gym got the lines: the order hint
-        out = sorted((s for s in session.streams() if s.role in (ENV, BOTH)), key=lambda s: s.stderr)
-        hints = (str(out[0].path),) if out else ()
-        if not sources:
-            sources, hints = [(s.path.name, s.path, lay.rel(s.path)) for s in env], ()
+        sources, hints = self._all_logs()
         if not sources:
             self.notify("no server output yet", markup=False)
             return
         self.pane.show_merged(sources, hints=hints)
 
+    def _all_logs(self) -> tuple[list[tuple[str, Path, str]], tuple[str, ...]]:
+        """What the merged view of every server shows: (label, path, rel) each, and the order hint."""
+        session = self.live.session
+        if session is None:
+            return [], ()
+        lay = session.layout
+        sources = [(name, path, lay.rel(path)) for name, path in sorted(lay.server_logs().items())]
+        # every server also prints to Gym's stdout, in the order Gym got the lines: the order hint
+        out = sorted((s for s in session.streams() if s.role in (ENV, BOTH)), key=lambda s: s.stderr)
+        if sources:
+            return sources, (str(out[0].path),) if out else ()
+        return [(s.path.name, s.path, lay.rel(s.path)) for s in session.streams() if s.role == ENV], ()
+
     def open_around(self, around: AroundIt) -> None:
         """Every server's log merged (in the order Gym received the lines), at the trial's line:
-        what each server was doing around it."""
+        what each server was doing around it. The highlighted line, else the first of the trial's
+        lines among those logs; else the first in Gym's captured output (the collector's), shown
+        merged with them."""
         session = self.live.session
         if session is None:
             return
-        lay = session.layout
-        names = sorted(lay.server_logs().items())
-        rels = [lay.rel(path) for _, path in names]
-        target = next((ev for ev in [around.picked, *around.lines] if ev is not None and ev.file in rels), None)
+        sources, hints = self._all_logs()
+        rels = [rel for _, _, rel in sources]
+        lines = [ev for ev in [around.picked, *around.lines] if ev is not None]
+        target = next((ev for ev in lines if ev.file in rels), None)
         if target is None:
-            self.notify("no server log line explains this trial: nothing to show around it", markup=False)
+            streams = {session.layout.rel(s.path): s.path for s in session.streams()}
+            target = next((ev for ev in lines if ev.file in streams), None)
+            if target is not None:
+                sources.append((streams[target.file].name, streams[target.file], target.file))
+                rels.append(target.file)
+        if target is None:
+            self.notify("no line of this trial is in the servers' output: nothing to show around it",
+                        markup=False)
             return
-        self.open_all_logs()
+        self.pane.show_merged(sources, hints=hints)
         self.pane.view.follow = False          # stay at the trial's line, not the end
         self.pane.view.goto_line(target.line, source=rels.index(target.file))
         self.pane.border_title = Text(f"Logs: all servers, around {target.where()}")
