@@ -321,6 +321,7 @@ def test_where_gym_and_gymwatch_disagree_on_fifty_tasks(tmp_path, capsys):
     ('{"baseline": {"rollouts_jsonl_fpath": 3}, "candidates": [{"rollouts_jsonl_fpath": "b/r.jsonl"}]}',
      "the runs compared are not named (rollouts_jsonl_fpath)"),
     ("{nope", "invalid JSON"),
+    ('{"baseline": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deep"),
 ])
 def test_a_report_gymwatch_cannot_use_says_why(tmp_path, text, why):
     from gymwatch.core.comparereport import BadReport, read

@@ -86,6 +86,8 @@ def read(path: Path) -> GymCompareReport:
         raise BadReport(exc.strerror or type(exc).__name__) from None
     except ValueError as exc:
         raise BadReport(f"invalid JSON ({str(exc)[:80]})") from None
+    except RecursionError:
+        raise BadReport("nested too deep to read") from None
     if not isinstance(obj, dict):
         raise BadReport("not a JSON object")
     baseline, candidates = _dict(obj.get("baseline")), obj.get("candidates")
