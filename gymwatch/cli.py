@@ -45,11 +45,12 @@ def _report(args: argparse.Namespace) -> int:
 
     with fast.bulk_load(keep=True):       # the model lives until the process ends
         session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
+    written, said = _retry_input(session, args.retry_input) if args.retry_input else (None, "")
     if args.format in ("json", "junit"):
         v = verdict(session.state)
         code = v.exit_code
         if args.format == "json":
-            write_json(session.state, v, sys.stdout)
+            write_json(session.state, v, sys.stdout, written.to_json() if written else None)
         else:
             from .junit import iter_junit
 
@@ -58,12 +59,30 @@ def _report(args: argparse.Namespace) -> int:
     else:
         text, code = render(session.state, args.format)
         sys.stdout.write(text)
+    if said:
+        print(said, file=sys.stdout if args.format in ("text", "md") and written else sys.stderr)
     for line in unreadable_lines(session.state):
         print(f"gymwatch: {line}", file=sys.stderr)
     warning = malformed_summary(session.state)
     if warning:
         print(f"gymwatch: {warning}", file=sys.stderr)
     return code
+
+
+def _retry_input(session, file: str) -> tuple:
+    """(RetryInput or None, what to tell the user): the retry file written before the report is
+    printed, so the JSON report can say what it holds. A refusal is a UserError: nothing printed."""
+    from .core import rerun
+    from .retry import RetryRefused, nothing_to_rerun, write
+
+    plan = rerun.plan(session.state)
+    try:
+        written = write(session.state, session.layout, plan, file)
+    except RetryRefused as exc:
+        raise (UsageError if exc.usage else UserError)(str(exc)) from None
+    if written is None:
+        return None, f"gymwatch: {nothing_to_rerun(plan, file)}"
+    return written, "\n".join(["", *written.text()])
 
 
 def _attach(args: argparse.Namespace) -> int:
@@ -96,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--logs", help="per-server log dir (+nemo_gym_log_dir) when not <run>/logs")
     rep.add_argument("--no-process-check", action="store_true",
                      help="do not look for live gym processes (treat the run as ended)")
+    rep.add_argument("--retry-input", metavar="FILE",
+                     help="write the input rows of every trial a rerun can fix (failed, never ran, missing) "
+                          "to FILE, a new file outside the run, for `gym eval run --input FILE`, and print "
+                          "the command that collects them")
     rep.set_defaults(func=_report)
 
     att = sub.add_parser("attach", help="open the live screen on a run (also: gymwatch PATH)")

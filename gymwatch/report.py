@@ -7,7 +7,7 @@ from typing import Any, Iterator, Optional, TextIO
 from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
-from .core import attempts, attribution, gymversion, health
+from .core import attempts, attribution, gymversion, health, rerun
 from .core.model import (
     EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
@@ -111,7 +111,8 @@ def sorted_trials(state: RunState) -> list[Trial]:
     return [vals[i] for i in sorted(range(len(ik)), key=ik.__getitem__)]
 
 
-def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -> dict[str, Any]:
+def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
+            retry_input: Optional[dict] = None) -> dict[str, Any]:
     v = v or verdict(state)
     c, p, info = state.collector, state.parent, state.info
     version, basis = gymversion.version(state)
@@ -145,6 +146,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
         "unattributed_records": state.unattributed_records,
         "notes": notes(state),
         "unreadable": [{"file": u.file, "reason": u.reason, "rows": u.rows} for u in state.unreadable.values()],
+        "rerun": rerun.summary_json(rerun.plan(state), retry_input),
     }
 
 
@@ -203,6 +205,8 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
     out.extend(_servers_text(state))
     out.append("")
     out.extend(_trials_text(state))
+    rerun_lines = rerun.summary_lines(rerun.plan(state), SHOW_TRIALS)
+    out.extend(["", *rerun_lines] if rerun_lines else [])
     if state.malformed_count:
         out.append("")
         out.append(f"{state.malformed_count} unusable line(s):")
@@ -322,11 +326,11 @@ def _md(text: str) -> str:
     return clean(text).replace("|", "\\|").replace("`", "'")
 
 
-def iter_json(state: RunState, v: Optional[Verdict] = None) -> Iterator[str]:
+def iter_json(state: RunState, v: Optional[Verdict] = None, retry_input: Optional[dict] = None) -> Iterator[str]:
     """The JSON report in pieces, one trial per line: a 100k-trial run is serialised a chunk at
     a time (pydantic-core's encoder), never held whole in memory."""
     trials = sorted_trials(state)
-    yield _json_head(state, v)
+    yield _json_head(state, v, retry_input)
     yield from _json_trials(state, trials, 0, len(trials))
     yield JSON_TAIL
 
@@ -334,8 +338,8 @@ def iter_json(state: RunState, v: Optional[Verdict] = None) -> Iterator[str]:
 JSON_TAIL = "\n  ]\n}\n"
 
 
-def _json_head(state: RunState, v: Optional[Verdict]) -> str:
-    head = to_json(state, v, trials=False)
+def _json_head(state: RunState, v: Optional[Verdict], retry_input: Optional[dict] = None) -> str:
+    head = to_json(state, v, trials=False, retry_input=retry_input)
     del head["trials"]
     text = to_json_bytes(head, indent=2).decode()
     return text[: text.rindex("}")].rstrip() + ',\n  "trials": ['
@@ -351,9 +355,9 @@ def _json_trials(state: RunState, trials: list[Trial], lo: int, hi: int) -> Iter
         yield ("," if i else "") + "\n    " + ",\n    ".join(rows)
 
 
-def write_json(state: RunState, v: Verdict, out: TextIO) -> None:
+def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None) -> None:
     """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text, a piece at a time."""
-    for piece in iter_json(state, v):
+    for piece in iter_json(state, v, retry_input):
         out.write(piece)
 
 
