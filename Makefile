@@ -25,12 +25,14 @@ install: $(VENV)/.installed-test
 demo: $(VENV)/.installed-runtime
 	$(BIN)/gymwatch demo
 
-# The end-to-end tests need real Gyms (0.4.0, and 0.7.0 on a CPython >= 3.13.14 built once, ~8 min)
-# and chromium: each install is skipped when already there.
+# The end-to-end tests need real Gyms (0.4.0, and 0.7.0 on a CPython >= 3.13.14 built once, ~8 min),
+# chromium, and a real Slurm (Debian's slurm-wlm, munge, slurmdbd + MariaDB, a SPANK plugin built
+# here): each install is skipped when already there. The tests start and stop the Slurm themselves.
 test: install
 	bash .ci/install_gym.sh 0.4.0
 	bash .ci/install_gym.sh 0.7.0
 	bash .ci/install_chromium.sh
+	bash .ci/install_slurm.sh
 	$(BIN)/python -m pytest -q
 
 # The layering (import-linter contracts), the style (ruff) and the core's types (mypy): all set in

@@ -89,15 +89,12 @@ def sim_gym(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def realgym_lock():
-    """Real Gym runs on a shared machine take /tmp/realgym.lock (other sessions and CI run Gym too)."""
-    import fcntl
+    """Real Gym runs on a shared machine take /tmp/realgym.lock (other sessions and CI run Gym too).
+    Reentrant within the process: the real-Slurm tests' `slurm_gym` holds the same lock."""
+    from slurmgym import gym_lock
 
-    with open("/tmp/realgym.lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with gym_lock():
+        yield
 
 
 def ray_tmpdir() -> str:
