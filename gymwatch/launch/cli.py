@@ -7,6 +7,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .cancel import GRACE
+
+STOP_EPILOG = """A submission (`gym eval submit`, Slurm): its queued jobs are cancelled (a resume chain's next
+link first), each running job's driver gets SIGINT (`gym eval run` then stops collecting, keeps
+the rows written and shuts its servers down; the job ends as job.sh then exits), and a job still
+running after the grace period, or whose driver has not started, is cancelled (`scancel`). Over
+SSH when the submission was made from another host. Then it prints what Slurm says of each job.
+Exit 0 when every job has ended (or none was left to cancel), 1 when one is still queued or running."""
+
 RUN_EPILOG = """examples:
   gymwatch run -- env start --resources-server mcqa --model-type openai_model \\
       ++policy_base_url=http://127.0.0.1:8000/v1 ++policy_api_key=... ++policy_model_name=m \\
@@ -30,6 +39,9 @@ def _common_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json", "md"), default="text", help="report format with --no-tui")
 
 
+DEFAULT_GRACE = 20.0   # a launched run's gym, after SIGTERM (a submission's: cancel.GRACE)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="launch a Gym run (env start + eval run, or one eval run) and watch it",
                          epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -50,10 +62,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- env start ARGS... [--then eval run ARGS...]")
     run.set_defaults(func=_run)
 
-    stop = sub.add_parser("stop", help="stop a run gymwatch launched: every process with its marker")
-    stop.add_argument("path", help="the run dir (holds gymwatch-manifest.json)")
-    stop.add_argument("--grace", type=float, default=20.0, metavar="S",
-                      help="seconds gym gets to shut its servers down after SIGTERM (default 20)")
+    stop = sub.add_parser(
+        "stop", help="stop a run gymwatch launched (every process with its marker), or cancel a submission's "
+                     "Slurm jobs", epilog=STOP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    stop.add_argument("path", metavar="RUN_OR_SUBMISSION",
+                      help="a run dir gymwatch launched (holds gymwatch-manifest.json), or a `gym eval submit`: "
+                           "its submission dir, one benchmark's job dir, its record, or its gym job id")
+    stop.add_argument("--grace", type=_seconds, metavar="S",
+                      help="seconds gym gets to shut down after the signal: a launched run's gym after SIGTERM "
+                           f"(default {DEFAULT_GRACE:g}), a submission's drivers after SIGINT (default {GRACE:g})")
     stop.set_defaults(func=_stop)
 
     demo = sub.add_parser(
@@ -67,6 +84,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--fast", action="store_true", help="compress time: the whole run takes a few seconds")
     demo.add_argument("--keep", action="store_true", help="leave the simulated servers running at the end")
     demo.set_defaults(func=_demo)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
+    return value
 
 
 def _user_error(msg: str, usage: bool = False) -> Exception:
@@ -138,13 +165,38 @@ def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) 
 
 
 def _stop(args: argparse.Namespace) -> int:
+    from .manifest import MANIFEST_NAME
     from .stop import stop_run
 
     run_dir = Path(args.path).expanduser().resolve()
+    if not (run_dir / MANIFEST_NAME).is_file():
+        return _stop_submission(args)
     try:
-        res = stop_run(run_dir, grace=args.grace)
+        res = stop_run(run_dir, grace=DEFAULT_GRACE if args.grace is None else args.grace)
     except ValueError as exc:
         raise _user_error(str(exc)) from None
+    return 0 if res.ok else 1
+
+
+def _stop_submission(args: argparse.Namespace) -> int:
+    from ..core.cluster.record import SubmissionError, resolve
+    from .cancel import StopError, describe, stop_submission
+    from .manifest import MANIFEST_NAME
+
+    try:
+        sub = resolve(args.path)
+    except SubmissionError as exc:
+        raise _user_error(f"{exc} (nor is it a run gymwatch launched: no {MANIFEST_NAME})") from None
+    say = lambda line: print(line, flush=True)   # noqa: E731
+    try:
+        res = stop_submission(sub, GRACE if args.grace is None else args.grace, say=say)
+    except StopError as exc:
+        raise _user_error(f"cannot stop {sub.gym_job_id}: {exc}") from None
+    if res.nothing_to_cancel:
+        print(f"nothing to cancel: no job of {sub.gym_job_id} is queued or running")
+    print("Slurm says now:" if res.after.jobs else f"Slurm knows no job of {sub.gym_job_id} any more")
+    for line in describe(res):
+        print(line)
     return 0 if res.ok else 1
 
 
