@@ -29,7 +29,13 @@ and --output <run>/rollouts.jsonl unless you give them; it never adds +nemo_gym_
 Each gym process runs in its own session with GYMWATCH_RUN_ID=<id> in its environment,
 writing <run>/gym_env_start.std{out,err}.log and <run>/gym_eval_run.std{out,err}.log.
 Closing the screen asks whether to stop the run; `gymwatch attach DIR` re-opens it and
-`gymwatch stop DIR` stops every process of the run."""
+`gymwatch stop DIR` stops every process of the run.
+
+`-- eval submit -c FILE ...` runs Gym's `gym eval submit` (adding --json, to read Gym's record),
+prints the submission's dir and each benchmark's Slurm job (or sbatch's error, whole), then opens
+the submission dir as `gymwatch attach` does (with --no-tui: only the lines). Exit 0 when every
+benchmark was queued, 1 when sbatch refused some, 3 when nothing was queued. --dry-run and
+--resolve-only pass through to Gym. `gymwatch stop SUBMISSION` cancels its jobs."""
 
 
 def _common_watch(p: argparse.ArgumentParser) -> None:
@@ -46,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="launch a Gym run (env start + eval run, or one eval run) and watch it",
                          epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
                          usage="gymwatch run [options] -- env start ARGS... [--then eval run ARGS...]\n"
-                               "       gymwatch run [options] -- eval run ARGS...")
+                               "       gymwatch run [options] -- eval run ARGS...\n"
+                               "       gymwatch run [--no-tui] [--gym BIN] [--cwd DIR] -- eval submit -c FILE ARGS...")
     _common_watch(run)
     run.add_argument("--gym", metavar="BIN", help="the gym executable (default: `gym` on PATH)")
     run.add_argument("--cwd", metavar="DIR", help="working dir of the gym processes (server venvs are "
@@ -59,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="with --no-tui: stop the servers once the collection ended (default: leave them)")
     run.add_argument("--on-quit", choices=("ask", "stop", "leave"), default="ask",
                      help="what closing the screen does to a live run (default: ask)")
-    run.add_argument("command", nargs=argparse.REMAINDER, help="-- env start ARGS... [--then eval run ARGS...]")
+    run.add_argument("command", nargs=argparse.REMAINDER,
+                     help="-- env start ARGS... [--then eval run ARGS...], -- eval run ARGS..., or -- eval submit ARGS...")
     run.set_defaults(func=_run)
 
     stop = sub.add_parser(
@@ -104,8 +112,15 @@ def _user_error(msg: str, usage: bool = False) -> Exception:
 
 def _run(args: argparse.Namespace) -> int:
     from .manifest import new_run_id
-    from .plan import PlanError, PlanUsage, find_gym, gym_version, make_plan, pass_startup_timeout, split_command
+    from .plan import (PlanError, PlanUsage, find_gym, gym_version, make_plan, pass_startup_timeout, split_command,
+                       submit_args)
 
+    try:
+        submitting = submit_args(list(args.command))
+    except PlanUsage as exc:
+        raise _user_error(str(exc), usage=True) from None
+    if submitting is not None:
+        return _submit(args, submitting)
     run_id = new_run_id()
     run_dir = Path(args.run_dir or Path("gymwatch-runs") / run_id).expanduser().resolve()
     cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
@@ -120,6 +135,38 @@ def _run(args: argparse.Namespace) -> int:
     for note in plan.notes:
         print(f"gymwatch: {note}", file=sys.stderr)
     return launch_and_watch(plan, args, run_id)
+
+
+# `run` options that mean nothing to `eval submit` (Slurm runs the servers and the collection)
+_NOT_FOR_SUBMIT = (("run_dir", "--run-dir"), ("startup_timeout", "--startup-timeout"),
+                   ("kill_on_timeout", "--kill-on-timeout"), ("stop_after", "--stop-after"))
+
+
+def _submit(args: argparse.Namespace, words: list[str]) -> int:
+    from .plan import PlanError, SubmitPlan, find_gym
+    from .submit import SubmitFailed, open_submission, pass_through, print_submitted, submit
+
+    given = [flag for attr, flag in _NOT_FOR_SUBMIT if getattr(args, attr, None)]
+    if given:
+        raise _user_error(f"{', '.join(given)}: not for `eval submit` (Slurm runs its jobs; its config's "
+                          "job.output_path says where they write)", usage=True)
+    cwd = Path(args.cwd).expanduser().resolve() if args.cwd else Path.cwd()
+    try:
+        plan = SubmitPlan(gym=find_gym(args.gym), args=words, cwd=cwd)
+    except PlanError as exc:
+        raise _user_error(str(exc)) from None
+    try:
+        if plan.pass_through:
+            return pass_through(plan)
+        sub = submit(plan)
+    except SubmitFailed as exc:
+        raise _user_error(str(exc)) from None
+    print_submitted(sub, plan)
+    if sub.queued and not args.no_tui:
+        rc = open_submission(Path(sub.run_dir), getattr(args, "debug", False))
+        if rc is not None:
+            return rc
+    return sub.exit_code
 
 
 def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) -> int:

@@ -6,7 +6,9 @@ that squeue no longer lists, a second call asks for their exit codes: one `sacct
 them (when Slurm keeps accounting), else one `scontrol show job` per ended job still in Slurm's
 memory. A job asked once to the end need not be asked again (`final`).
 
-The parsers are pure (`parse_squeue`, `parse_scontrol`, `parse_sacct`) and read the `(null)`,
+`running_steps()` lists the running steps of some jobs (`squeue --steps`), for `gymwatch stop`.
+
+The parsers are pure (`parse_squeue`, `parse_steps`, `parse_scontrol`, `parse_sacct`) and read the `(null)`,
 `None`, `N/A`, `Unknown` spellings of "not set" as empty. The runner is replaceable (tests give
 a fake); the default runs the command with a timeout, through `ssh -o BatchMode=yes <host>` when
 the record says the jobs were submitted from another host.
