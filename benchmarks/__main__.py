@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import bench_ingest, bench_live, bench_screen
+from . import bench_idle, bench_ingest, bench_live, bench_screen
 from .common import REPO, skipped
 from .gen import make_run
 
@@ -85,10 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="small inputs: a quick smoke run (figures not meaningful)")
     ap.add_argument("--record", action="store_true", help="rewrite the table in benchmarks/README.md")
-    ap.add_argument("--only", action="append", choices=("ingest", "live", "screen", "others"),
+    ap.add_argument("--only", action="append", choices=("ingest", "live", "screen", "idle", "others"),
                     help="run only these sections (repeatable)")
     args = ap.parse_args(argv)
-    only = set(args.only or ("ingest", "live", "screen", "others"))
+    only = set(args.only or ("ingest", "live", "screen", "idle", "others"))
     cmd = "python -m benchmarks" + (" --small" if args.small else "") + "".join(f" --only {o}" for o in args.only or ())
     header = machine(cmd)
     print(header, file=sys.stderr, flush=True)
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         sections = [("ingest", lambda: bench_ingest.run(args.small, big)),
                     ("live", lambda: bench_live.run(args.small)),
                     ("screen", lambda: bench_screen.run(args.small, big.root if big else None, big.rows if big else 0)),
+                    ("idle", lambda: bench_idle.run(args.small)),
                     ("others", lambda: _others(args.small))]
         for name, fn in sections:
             if name not in only:

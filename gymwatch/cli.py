@@ -55,11 +55,13 @@ def _report(args: argparse.Namespace) -> int:
     finally:
         gc.enable()
     ray = _read_ray(args.ray) if getattr(args, "ray", None) else None
+    written, said = _retry_input(session, args.retry_input) if args.retry_input else (None, "")
     if args.format in ("json", "junit"):
         v = verdict(session.state)
         code = v.exit_code
         if args.format == "json":
-            write_json(session.state, v, sys.stdout, {"ray": _ray_json(ray)} if ray else None)
+            write_json(session.state, v, sys.stdout, written.to_json() if written else None,
+                       {"ray": _ray_json(ray)} if ray else None)
         else:
             from .junit import iter_junit
 
@@ -70,6 +72,8 @@ def _report(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         if ray is not None:
             sys.stdout.write(_ray_text(ray, args.format))
+    if said:
+        print(said, file=sys.stdout if args.format in ("text", "md") and written else sys.stderr)
     for line in unreadable_lines(session.state):
         print(f"gymwatch: {line}", file=sys.stderr)
     warning = malformed_summary(session.state)
@@ -113,6 +117,22 @@ def _ray_text(state, fmt: str) -> str:
     return "\n" + "".join(f"{line}\n" for line in lines)
 
 
+def _retry_input(session, file: str) -> tuple:
+    """(RetryInput or None, what to tell the user): the retry file written before the report is
+    printed, so the JSON report can say what it holds. A refusal is a UserError: nothing printed."""
+    from .core import rerun
+    from .retry import RetryRefused, nothing_to_rerun, write
+
+    plan = rerun.plan(session.state)
+    try:
+        written = write(session.state, session.layout, plan, file)
+    except RetryRefused as exc:
+        raise (UsageError if exc.usage else UserError)(str(exc)) from None
+    if written is None:
+        return None, f"gymwatch: {nothing_to_rerun(plan, file)}"
+    return written, "\n".join(["", *written.text()])
+
+
 def _attach(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -146,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--ray", metavar="URL", type=_ray_url,
                      help="the Ray dashboard of a run whose services span nodes (e.g. http://HEAD:8265): its nodes "
                           "(alive or dead), actors and placement groups are added to the report (text, md, json)")
+    rep.add_argument("--retry-input", metavar="FILE",
+                     help="write the input rows of every trial a rerun can fix (failed, never ran, missing) "
+                          "to FILE, a new file outside the run, for `gym eval run --input FILE`, and print "
+                          "the command that collects them")
     rep.set_defaults(func=_report)
 
     att = sub.add_parser("attach", help="open the live screen on a run (also: gymwatch PATH)")

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator, Optional, TextIO
 from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
-from .core import attempts, attribution, gymversion, health
+from .core import attempts, attribution, gymversion, health, rerun
 from .core.model import (
     EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
@@ -116,7 +116,8 @@ def sorted_trials(state: RunState) -> list[Trial]:
     return [vals[i] for i in sorted(range(len(ik)), key=ik.__getitem__)]
 
 
-def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -> dict[str, Any]:
+def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
+            retry_input: Optional[dict] = None) -> dict[str, Any]:
     v = v or verdict(state)
     c, p, info = state.collector, state.parent, state.info
     version, basis = gymversion.version(state)
@@ -150,6 +151,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True) -
         "unattributed_records": state.unattributed_records,
         "notes": notes(state),
         "unreadable": [{"file": u.file, "reason": u.reason, "rows": u.rows} for u in state.unreadable.values()],
+        "rerun": rerun.summary_json(rerun.plan(state), retry_input),
     }
 
 
@@ -208,6 +210,8 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
     out.extend(_servers_text(state))
     out.append("")
     out.extend(_trials_text(state))
+    rerun_lines = rerun.summary_lines(rerun.plan(state), SHOW_TRIALS)
+    out.extend(["", *rerun_lines] if rerun_lines else [])
     if state.malformed_count:
         out.append("")
         out.append(f"{state.malformed_count} unusable line(s):")
@@ -327,11 +331,11 @@ def _md(text: str) -> str:
     return clean(text).replace("|", "\\|").replace("`", "'")
 
 
-def iter_json(state: RunState, v: Optional[Verdict] = None) -> Iterator[str]:
+def iter_json(state: RunState, v: Optional[Verdict] = None, retry_input: Optional[dict] = None) -> Iterator[str]:
     """The JSON report in pieces, one trial per line: a 100k-trial run is serialised a chunk at
     a time (pydantic-core's encoder), never held whole in memory."""
     trials = sorted_trials(state)
-    yield _json_head(state, v)
+    yield _json_head(state, v, retry_input)
     yield from _json_trials(state, trials, 0, len(trials))
     yield JSON_TAIL
 
@@ -339,8 +343,8 @@ def iter_json(state: RunState, v: Optional[Verdict] = None) -> Iterator[str]:
 JSON_TAIL = "\n  ]\n}\n"
 
 
-def _json_head(state: RunState, v: Optional[Verdict]) -> str:
-    head = to_json(state, v, trials=False)
+def _json_head(state: RunState, v: Optional[Verdict], retry_input: Optional[dict] = None) -> str:
+    head = to_json(state, v, trials=False, retry_input=retry_input)
     del head["trials"]
     text = to_json_bytes(head, indent=2).decode()
     return text[: text.rindex("}")].rstrip() + ',\n  "trials": ['
@@ -367,7 +371,8 @@ def json_tail(extra: Optional[dict[str, Any]] = None) -> str:
     return "\n  ],\n  " + text.strip()[1:-1].strip() + "\n}\n"     # its keys, indented as the report's
 
 
-def write_json(state: RunState, v: Verdict, out: TextIO, extra: Optional[dict[str, Any]] = None) -> None:
+def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None,
+               extra: Optional[dict[str, Any]] = None) -> None:
     """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text. Only for a
     process that does nothing else (`gymwatch report`: no threads, the model frozen): with many
     trials and a second core, a forked child writes the back half of the trials into an
@@ -375,7 +380,7 @@ def write_json(state: RunState, v: Verdict, out: TextIO, extra: Optional[dict[st
     trials was ~0.35 s of a 100k-trial report). If the child fails in any way, its half is
     written here."""
     trials = sorted_trials(state)
-    head = _json_head(state, v)    # before the fork: after it, a pass over every trial faults on
+    head = _json_head(state, v, retry_input)    # before the fork: after it, a pass over every trial faults on
     n = len(trials)                # each page of them (copy-on-write of the reference counts)
     cut = n * 17 // 32             # the child's half costs more: it faults on those pages first
     child = _fork_writer(state, trials, cut, n, out) if n >= SPLIT_MIN else None

@@ -1,6 +1,8 @@
 """A real headless browser (Debian's chromium) driven over the DevTools protocol: open a page, wait
 until a condition holds in it, take a PNG screenshot. Used by tests/test_serve.py and by
-scripts/make_screenshots.py for the `gymwatch serve` screenshot.
+scripts/make_screenshots.py for the `gymwatch serve` screenshot. Also a tab without a browser
+(`Tab`: the page's websocket protocol), a relay that goes silent (`Lid`) and the processes
+naming a run (`processes_naming`), for the tests of what `serve` starts and ends.
 
 The network here is closed: chromium is started with everything that would reach out turned off
 (background networking, component updates, sync, QUIC) and a fresh profile, else it hangs or
@@ -20,6 +22,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from contextlib import contextmanager
@@ -32,15 +35,20 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 
 @contextmanager
-def serving(run: Path) -> Iterator[tuple[int, subprocess.Popen]]:
-    """`gymwatch serve RUN` on a free loopback port, once it accepts connections: (port, process);
-    stopped by its group id after."""
+def serving(run: Path, *extra: str) -> Iterator[tuple[int, subprocess.Popen]]:
+    """`gymwatch serve RUN [EXTRA...]` on a free loopback port, once it accepts connections: (port,
+    process); what it prints is collected in `process.lines` (a thread reads it, so it never
+    blocks on a full pipe). Stopped by its group id after."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "gymwatch", "serve", str(run), "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "gymwatch", "serve", str(run), "--port", str(port), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            env={**os.environ, "TEXTUAL_ANIMATIONS": "none"})
+                            env={**os.environ, "TEXTUAL_ANIMATIONS": "none", "COLUMNS": "80"})
+    lines: list[str] = []
+    proc.lines = lines          # type: ignore[attr-defined]
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -49,16 +57,139 @@ def serving(run: Path) -> Iterator[tuple[int, subprocess.Popen]]:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"gymwatch serve did not come up: {proc.stdout.read() if proc.poll() is not None else 'timeout'}")
+                    reader.join(5)
+                    raise RuntimeError(f"gymwatch serve did not come up: {''.join(lines) or 'timeout'}")
                 time.sleep(0.1)
         yield port, proc
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+        reader.join(5)
+
+
+def processes_naming(text: str) -> list:
+    """The live processes whose command line holds `text` (a run's unique path: every screen
+    `serve` started for it, wherever they were re-parented), zombies left out."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        if p.info["status"] != psutil.STATUS_ZOMBIE and text in " ".join(p.info["cmdline"] or ()):
+            found.append(p)
+    return found
+
+
+class Tab:
+    """A browser tab's side of textual-serve's protocol, without a browser: the websocket the
+    page opens (`/ws?width=W&height=H`), the JSON messages it sends (`resize`, `ping`, `stdin`)
+    and the screen's bytes it receives."""
+
+    def __init__(self, port: int, width: int = 133, height: int = 31) -> None:
+        self.url = f"http://127.0.0.1:{port}/ws?width={width}&height={height}"
+        self.size = (width, height)
+        self.received = 0          # bytes of the screen so far
+        self.text = ""             # the screen's output, decoded
+        self._session = None
+        self.ws = None
+
+    async def open(self) -> "Tab":
+        import aiohttp
+
+        self._session = aiohttp.ClientSession()
+        self.ws = await self._session.ws_connect(self.url, autoping=True)
+        await self.resize(*self.size)            # what the page sends once its socket is open
+        await self.send("ping", str(int(time.time() * 1000)))
+        return self
+
+    async def send(self, kind: str, data) -> None:
+        await self.ws.send_str(json.dumps([kind, data]))
+
+    async def resize(self, width: int, height: int) -> None:
+        await self.send("resize", {"width": width, "height": height})
+
+    async def read_until(self, text: str, timeout: float = 60) -> bool:
+        """Take in the screen's output until `text` has been drawn (True) or the time is up."""
+        import aiohttp
+
+        deadline = time.monotonic() + timeout
+        while text not in self.text:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                msg = await self.ws.receive(timeout=left)
+            except asyncio.TimeoutError:
+                return False
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                self.received += len(msg.data)
+                self.text += msg.data.decode("utf-8", "replace")
+            elif msg.type != aiohttp.WSMsgType.TEXT:
+                return False
+        return True
+
+    async def pending_frame(self, wait: float = 0.05) -> bool:
+        """Has any of the screen arrived (waiting at most `wait` seconds for it)?"""
+        import aiohttp
+
+        try:
+            msg = await self.ws.receive(timeout=wait)
+        except asyncio.TimeoutError:
+            return self.received > 0
+        if msg.type == aiohttp.WSMsgType.BINARY:
+            self.received += len(msg.data)
+        return self.received > 0
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        if self._session is not None:
+            await self._session.close()
+
+
+class Lid:
+    """A TCP relay between a tab and `serve` that can go silent, as a closed laptop lid or a
+    suspended tunnel does: no FIN, no reset, nothing relayed either way any more."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.port = 0
+        self.frozen = False
+        self._server = None
+        self._writers: list = []
+
+    async def __aenter__(self) -> "Lid":
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        for w in self._writers:
+            w.transport.abort()
+        self._server.close()
+
+    def close_lid(self) -> None:
+        self.frozen = True
+
+    async def _relay(self, reader, writer) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        self._writers += [writer, up_writer]
+
+        async def pipe(src, dst) -> None:
+            while not self.frozen:
+                data = await src.read(65536)
+                if not data or self.frozen:
+                    break
+                dst.write(data)
+                await dst.drain()
+            while True:              # silent: keep the socket open, read nothing, answer nothing
+                await asyncio.sleep(3600)
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
 
 
 def chromium() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest_realgym import MCQA, file_has, free_port, gymwatch, in_sessions, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, stub, wait_for  # noqa: F401
+from conftest_realgym import MCQA, file_has, free_port, gymwatch, in_sessions, listening, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, stub, wait_for  # noqa: F401
 
 pytestmark = [pytest.mark.realgym, pytest.mark.timeout(900)]
 
@@ -114,3 +115,73 @@ def test_07_sigkilled_gymwatch_leaves_the_run_to_stop(gym_env, stub, tmp_path, r
     rep = json.loads(gymwatch("report", str(run_dir), "--format", "json", env=gym_env).stdout)
     assert rep["verdict"] == "ok" and rep["counts"]["completed"] == 10, rep["reason"]
     _stop_leaves_nothing(gym_env, run_dir)
+
+
+# Prompts of the mcqa example data (tasks 1, 3 and 4), which the stub answers badly while FLAG exists.
+RETRY_RULES = [{"match": "which of the following scenarios best", "answer": "fail"},              # task 1: both fail
+               {"match": "statements about genetic screening and testing is true", "answer": "empty"},  # task 3: never ran
+               {"match": "In metagenomics", "answer": "fail", "from": 2}]                         # task 4: rollout 1 fails
+
+
+def test_07_retry_input_collects_exactly_the_trials_that_did_not_complete(gym_env, tmp_path, run_dirs):
+    """A run where 3 trials fail and 2 never run; `report --retry-input`; the printed command run
+    as printed, against the run's servers (the stub answering well now): its rollouts are exactly
+    those 5 trials, from their materialized rows, Gym numbering each task's rollouts from 0."""
+    flag, port, head = tmp_path / "answer-badly", free_port(), free_port()
+    flag.touch()
+    stub = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parents[1] / "scripts" / "slow_stub.py"), str(port)],
+        env={**os.environ, "STUB_DELAY": "0.2", "STUB_RULES": json.dumps(RETRY_RULES), "STUB_RULES_WHILE": str(flag),
+             "STUB_LOG": str(tmp_path / "stub_requests.log")},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: listening(port), 20, "the stub policy")
+        run_dir = tmp_path / "run"
+        run_dirs.append(run_dir)
+        hs = ["++head_server.host=127.0.0.1", f"++head_server.port={head}"]
+        res = _run(gym_env, run_dir, [
+            "--", "env", "start", "--resources-server", "mcqa", "--model-type", "openai_model",
+            f"++policy_base_url=http://127.0.0.1:{port}/v1", "++policy_api_key=dummy", "++policy_model_name=stub-model",
+            *hs, "--then", "eval", "run", "--agent", "mcqa_simple_agent", "--input", str(DATA), "--num-repeats", "2",
+            "--concurrency", "1", "+route_failures_to_sidecar=true", *hs])      # one at a time: rollout 0 asks first
+        rep = json.loads(res.stdout)
+        status = {(t["task_index"], t["rollout_index"]): t["status"] for t in rep["trials"]}
+        assert {k for k, s in status.items() if s != "completed"} == {(1, 0), (1, 1), (3, 0), (3, 1), (4, 1)}, status
+        assert status[1, 0] == status[4, 1] == "failed" and status[3, 0] == "never_ran"
+        gym_files = {p: p.read_bytes() for p in run_dir.glob("rollouts*")}
+
+        retry = tmp_path / "retry.jsonl"
+        out = gymwatch("report", str(run_dir), "--format", "json", "--retry-input", str(retry), env=gym_env)
+        assert out.returncode == 1, out.stderr
+        ri = json.loads(out.stdout)["rerun"]["retry_input"]
+        assert ri["command_from"] == "manifest" and ri["rows"] == 5 and ri["command"] in out.stderr
+        mapping = {(x["task_index"], x["rollout_index"]): x["new_rollout_index"] for x in ri["gym_indices"]}
+        assert mapping == {(1, 0): 0, (1, 1): 1, (3, 0): 0, (3, 1): 1, (4, 1): 0}
+        materialized = {(r["_ng_task_index"], r["_ng_rollout_index"]): line for line in
+                        (run_dir / "rollouts_materialized_inputs.jsonl").read_bytes().splitlines(keepends=True)
+                        for r in [json.loads(line)]}
+        assert retry.read_bytes() == b"".join(materialized[k] for k in sorted(mapping))
+
+        flag.unlink()                                              # the endpoint answers well from now on
+        argv = shlex.split(ri["command"])                          # run as printed: same head port, new output
+        done = subprocess.run(argv, cwd=VENV / "work", env=gym_env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+        output = Path(ri["output"])
+        assert output.parent.parent == tmp_path and not output.is_relative_to(run_dir)
+        rows = [json.loads(line) for line in output.read_bytes().splitlines()]
+        got = sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in rows)
+        assert got == sorted((t, n) for (t, _), n in mapping.items())      # exactly the retried trials
+        # Gym's own materialized inputs of the rerun: the retry rows, only the rollout index renumbered
+        again = {(r["_ng_task_index"], r["_ng_rollout_index"]): r for line in
+                 output.with_name("rollouts_materialized_inputs.jsonl").read_bytes().splitlines()
+                 for r in [json.loads(line)]}
+        for (task, rollout), new in mapping.items():
+            assert again[task, new] == {**json.loads(materialized[task, rollout]), "_ng_rollout_index": new}
+        rerun_rep = json.loads(gymwatch("report", str(output.parent), "--format", "json", env=gym_env).stdout)
+        assert rerun_rep["verdict"] == "ok" and rerun_rep["counts"]["completed"] == 5, rerun_rep["reason"]
+        assert {p: p.read_bytes() for p in run_dir.glob("rollouts*")} == gym_files     # the run itself untouched
+        _stop_leaves_nothing(gym_env, run_dir)
+    finally:
+        stub.kill()
+        stub.wait()

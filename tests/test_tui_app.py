@@ -293,9 +293,11 @@ async def test_bindings_can_be_remapped():
     app = fixture_app("some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
         assert await wait_for(pilot, lambda: app.started)
-        app.set_keymap({"gymwatch.next_failure": "x"})
+        app.set_keymap({"gymwatch.next-failure": "x"})
         await pilot.press("x")
-        assert app.trials.trial_at_cursor().key == (1, 0)
+        assert app.trials.trial_at_cursor().key == (1, 0) and app.focused is app.trials
+        await pilot.press("x")
+        assert app.trials.trial_at_cursor().key == (1, 1)
 
 
 async def test_a_huge_log_is_read_over_several_polls_with_the_screen_up(tmp_path: Path, monkeypatch, clock):

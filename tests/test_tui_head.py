@@ -77,7 +77,7 @@ async def test_board_shows_probe_results(head_server):
     url, _ = head_server
     app = fixture_app("startup_failed", head=url)
     async with app.run_test(size=(160, 40)) as pilot:
-        assert await wait_for(pilot, lambda: "mcqa" in app.board.probes)
+        assert await wait_for(pilot, lambda: "mcqa" in app.board.probe.detail)
         assert await wait_for(pilot, lambda: "HTTP 404" in app.board.get_cell("mcqa", "why").plain)
         why = app.board.get_cell("policy_model", "why").plain
         assert why.endswith(" · GET / → refused") and len(why) > len(" · GET / → refused")   # its phase first

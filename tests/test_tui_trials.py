@@ -133,11 +133,12 @@ async def test_the_selected_failure_is_shown_whole_and_literally():
     app = Host()
     async with app.run_test(size=(60, 20)):
         table = app.query_one(TrialsTable)
-        table.rebuild(st)
-        assert table.border_subtitle == ""
-        table.select((1, 0))
+        table.rebuild(st)                       # the cursor on the trial that needs a look
+        assert table.trial_at_cursor().key == (1, 0) and "1 need a look" in table.border_title
         assert "agent_run_error: " in table.border_subtitle and "\x1b" not in table.border_subtitle
         assert "boom" in table.border_subtitle and r"\[bold]" in table.border_subtitle   # escaped
+        table.select((0, 0))
+        assert table.border_subtitle == ""
 
 
 async def test_reward_0_filters_tell_wrong_answers_from_never_ran_and_sort_reverses():
@@ -177,3 +178,23 @@ async def test_a_finished_run_opened_shows_gyms_health_column():
         header = app.trials.render_line(0).text
         assert "Gym" in header.split()
         assert any("healthy" in app.trials.render_line(y).text for y in range(1, 11))
+
+
+async def test_until_the_user_moves_it_the_cursor_is_on_the_first_trial_that_needs_a_look():
+    st = state(8)
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(TrialsTable)
+        table.rebuild(st)
+        assert table.cursor == 0 and "need a look" not in table.border_title
+        for key, status, first in [((2, 0), "failed", (2, 0)), ((1, 1), "never_ran", (1, 1)),
+                                   ((3, 1), "missing", (1, 1)), ((1, 1), "completed", (2, 0))]:
+            st.trials[key].status = status
+            table.update(st, {key}, set())
+            assert table.trial_at_cursor().key == first, (key, status)
+        assert "2 need a look" in table.border_title
+        table.focus()
+        await pilot.press("up")                     # the user's now
+        st.trials[(0, 0)].status = "failed"
+        table.update(st, {(0, 0)}, set())
+        assert table.trial_at_cursor().key == (1, 1)

@@ -88,3 +88,8 @@ async def settled(pilot) -> None:
     view = app.pane.view
     assert await wait_for(pilot, lambda: app.started and view_settled(app)
                           and (not view.follow or view.scroll_y >= view.max_scroll_y))
+
+
+def screen_lines(app) -> list[str]:
+    """The screen as a person sees it, a line of text per row (toasts and maximized panes in)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]

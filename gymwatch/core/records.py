@@ -23,6 +23,7 @@ from .neverran import TOKEN_KEYS, is_number, never_ran
 FAILURE_CLASS_KEY = "_ng_failure_class"
 FAILURE_STATUS_KEY = "_ng_failure_http_status"
 FAILURE_PREFIX = "_ng_failure_"
+FAILURE_TERMINAL_KEY = "_ng_failure_terminal"     # Gym's resume never retries such a failure
 AGENT_REF_KEY = "agent_ref"
 # Failure-row keys that may carry a human message, most specific first.
 MESSAGE_KEYS = ("_ng_failure_message", "_ng_failure_reason", "_ng_failure_error", "error",
@@ -165,6 +166,11 @@ def _failure(obj: dict, facts: RowFacts) -> None:
     status = obj.get(FAILURE_STATUS_KEY)
     if type(status) is int and 100 <= status <= 599:
         facts.http_status = status
+
+
+def failure_terminal(obj: dict) -> bool:
+    """Gym marked this failure row terminal (its resume tests the key for truth, as here)."""
+    return bool(obj.get(FAILURE_TERMINAL_KEY))
 
 
 def _failure_from(obj: dict) -> RowFacts:

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
 from ..core.layout import discover
@@ -25,8 +25,9 @@ from ..core.model import FAILED, V_COLLECTING, V_STARTING
 from ..core.reducer import Changes
 from ..core.verdict import verdict
 from . import head as headprobe
-from .board import BoardPane, ReadinessBoard
+from .board import BoardPane, ReadinessBoard, waited_on
 from .commands import GymwatchCommands
+from .footer import WholeLabels
 from .helpscreen import HelpScreen
 from .layout import ResponsiveLayout
 from .live import LiveRun
@@ -56,17 +57,17 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
         Binding("z", "toggle_maximize", "Maximize", id="gymwatch.maximize"),
         Binding("escape", "restore", "Restore the maximized pane", show=False, id="gymwatch.restore"),
         Binding("w", "toggle_wrap", "Wrap log lines", show=False, id="gymwatch.wrap"),
-        Binding("right_square_bracket", "next_failure", "Next failure", id="gymwatch.next_failure"),
-        Binding("left_square_bracket", "prev_failure", "Prev failure", show=False, id="gymwatch.prev_failure"),
+        Binding("right_square_bracket", "next_failure", "Next failure", id="gymwatch.next-failure"),
+        Binding("left_square_bracket", "prev_failure", "Prev failure", show=False, id="gymwatch.prev-failure"),
         Binding("exclamation_mark", "verdict_evidence", "Evidence", id="gymwatch.evidence"),
         Binding("slash", "find", "Find in the log", show=False, id="gymwatch.find"),
         Binding("f", "toggle_follow", "Follow the log", show=False, id="gymwatch.follow"),
         Binding("e", "errors_only", "Errors", show=False, id="gymwatch.errors"),
-        Binding("m", "all_logs", "All logs", show=False, id="gymwatch.all_logs"),
+        Binding("m", "all_logs", "All logs", show=False, id="gymwatch.all-logs"),
         Binding("right_curly_bracket", "next_cause", "Next cause line", show=False,
-                id="gymwatch.next_cause"),
+                id="gymwatch.next-cause"),
         Binding("left_curly_bracket", "prev_cause", "Prev cause line", show=False,
-                id="gymwatch.prev_cause"),
+                id="gymwatch.prev-cause"),
     ]
 
     def __init__(self, run: LiveRun | str, logs: Optional[str] = None, *,
@@ -88,6 +89,7 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
         self._last_verdict: Optional[str] = None
         self._first_log_queued = False
         self._follow_board = False    # board highlights open logs (once the first log is chosen)
+        self.hands_on = False         # the user pressed a key or clicked: the board's cursor is theirs
         self._catch_up_pending = False
         self.notifier = StageNotifier(self, enabled=notify)   # bell + desktop notification per stage
         if not animations:
@@ -99,7 +101,7 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
         with Container(id="main"):      # side by side, or stacked when narrow (app.tcss)
             yield TrialsTable(id="trials")
             yield LogPane(id="log-pane")
-        yield Footer()
+        yield WholeLabels()
 
     @property
     def started(self) -> bool:
@@ -167,6 +169,8 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
                 name = self.board.server_at_cursor()   # its server had no output when chosen
                 if name:
                     self.open_server_log(name)
+            if self._follow_board and not self.hands_on and state is not None:
+                self._select_waited_on()
         self.call_after_refresh(self.fit_panes)        # the summary's and the board's heights may have moved
 
     def _summary(self) -> None:
@@ -204,9 +208,22 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
                 self.board.select(failed[0])
             self.open_evidence(v.evidence)
         else:
+            self._select_waited_on()
             name = self.board.server_at_cursor()
             if name:
                 self.open_server_log(name)
+
+    def _select_waited_on(self) -> None:
+        """Until the user takes over, the board's cursor (and the log pane) is on the server the
+        run waits on (at 80x24 the demo showed a ready one while mcqa was still installing)."""
+        name = waited_on(self.live.state, self.clock())
+        if name and name != self.board.server_at_cursor():
+            self.board.select(name)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown)):
+            self.hands_on = True
+        await super().on_event(event)
 
     # --- what the widgets ask for (they post messages; the app acts) ---------------------------
     @on(DataTable.RowHighlighted, "#board")
@@ -260,7 +277,7 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
             self._head_result(w.result)
 
     def _head_result(self, probe: headprobe.Probe) -> None:
-        self.board.probes = probe.detail
+        self.board.probe = probe
         self.head_error = probe.error
         session = self.live.session
         if session is not None and not probe.error:
@@ -277,9 +294,9 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
         self.set_interval(HEAD_EVERY, self._probe_head)
 
     def _probe_head(self) -> None:
-        url = self.head
+        url, at = self.head, self.clock()
         run_id = self.live.state.info.run_id if self.live.state is not None else ""
-        self.run_worker(lambda: headprobe.probe(url, run_id), name="head", group="head", thread=True,
+        self.run_worker(lambda: headprobe.probe(url, run_id, at), name="head", group="head", thread=True,
                         exclusive=True, exit_on_error=False)
 
     # --- other actions -----------------------------------------------------------------------

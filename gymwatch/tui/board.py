@@ -23,6 +23,7 @@ from ..core import attribution, gymversion
 from ..core.model import FAILED, READY, EXITED, RunState, Server
 from ..core.verdict import parent_ended
 from .fmt import KIND_LABEL, STATE_LOOK, body, duration, plain
+from .head import Probe
 from .layout import fit_board
 
 COLUMNS = (("server", "Server"), ("kind", "Kind"), ("state", "State"), ("limit", "Spin-up"),
@@ -91,7 +92,7 @@ class ReadinessBoard(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
         self._cells: dict[str, tuple] = {}  # every column's cell, shown or not
         self._details: dict[str, Text] = {}  # server -> its name, state and phase whole
-        self.probes: dict[str, str] = {}    # server -> last head-server probe result
+        self.probe = Probe()                # the last probe of the head server and its servers (--head)
         self.shown_columns: list[str] = []
         self.widths: dict[str, int] = {}    # each shown column's width (layout.fit_board)
         self.cut: set[str] = set()          # servers whose row cuts their name or phase
@@ -103,7 +104,10 @@ class ReadinessBoard(DataTable):
         self._title("Servers")
 
     def _title(self, title: str) -> None:
-        """The title of the board's border (its pane's, when it is in one)."""
+        """The title of the board's border (its pane's, when it is in one); set only when it
+        changes (a title set repaints the border, and the board is updated every tick)."""
+        if title == self.border_title:
+            return
         self.border_title = title
         if isinstance(self.parent, BoardPane):
             self.parent.border_title = title
@@ -304,8 +308,9 @@ class ReadinessBoard(DataTable):
         ttr = s.ready_at - s.first_seen if s.ready_at is not None and s.first_seen is not None else None
         err = Text(str(s.error_count), style="bold red" if s.error_count else "dim")
         why = why_text(state, s, slow, waited)
-        if s.name in self.probes:       # after why it is not ready: what its port said is the detail
-            why = Text.assemble(why, " · ", plain(self.probes[s.name], 30, "cyan"))
+        probed = probe_text(s, self.probe)
+        if probed is not None:          # after why it is not ready: what its port said is the detail
+            why = Text.assemble(why, " · ", probed) if why.plain else probed
         kind = Text(KIND_LABEL.get(s.kind, s.kind), style="dim")
         return (Text(s.name, style="bold"), kind, state_cell, limit, why,
                 Text(duration(in_state)), Text("—" if ttr == 0 else duration(ttr)), err,
@@ -414,15 +419,29 @@ def endpoint_stage(state: RunState, now: Optional[float]) -> str:
     return f"waiting for model endpoint {', '.join(e.urls) or '?'}" + (f" ({took}{limit})" if took else "")
 
 
+def probe_text(s: Server, probe: Probe) -> Optional[Text]:
+    """What `GET /` of server `s` got, when that still says something of it: a probe asked before
+    the server entered its state does not (the demo's servers showed `ready · GET / → refused`,
+    refused while they were starting). Refused after the server was said to be ready, it says so."""
+    detail = probe.detail.get(s.name)
+    if detail is None or (s.state_since is not None and probe.at < s.state_since):
+        return None
+    if s.state == READY and probe.answers.get(s.name) is False:
+        who = "its log" if s.ready_evidence is not None else "Gym"
+        return plain(f"{who} said ready, but {detail}", 80, "bold yellow")
+    return plain(detail, 30, "cyan")
+
+
 def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) -> Text:
     if s.state == FAILED:
         return plain(s.failure_reason or "failed", WHY_WIDTH, "red")
     if s.became_ready or s.state in (READY, EXITED):
+        phase = "" if s.phase == s.state else s.phase    # not `● ready  ready`: the State column says it
         r = attribution.server_trouble(state, s)
         if r is not None:      # up, but waiting on a connection it cannot make: the run stalls here
-            return plain(f"{s.phase or s.state}; {attribution.retry_words(state, s.name, r, named=False)}",
-                         WHY_WIDTH, "yellow")
-        return plain(s.phase or s.state, WHY_WIDTH)
+            words = attribution.retry_words(state, s.name, r, named=False)
+            return plain(f"{phase}; {words}" if phase else words, WHY_WIDTH, "yellow")
+        return plain(phase, WHY_WIDTH)
     if s.phase:
         why = s.phase
     elif s.last_line:
@@ -435,6 +454,21 @@ def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) 
         bound = bound if bound.startswith("<") else f"≤{bound}"      # not "≤<1s"
         return plain(f"{duration(in_state)}; siblings took {bound}; {why}", WHY_WIDTH, "yellow")
     return plain(why, WHY_WIDTH)
+
+
+def waited_on(state: RunState, now: Optional[float]) -> Optional[str]:
+    """The server the screen selects while the user has not chosen one: the first failed, else,
+    once some are ready, the one the run waits on (a slow one first). None: no server stands out
+    (none ready yet, or all)."""
+    servers = list(state.servers.values())
+    failed = next((s.name for s in servers if s.state == FAILED), None)
+    if failed is not None:
+        return failed
+    waiting = [s.name for s in servers if not s.became_ready and s.state != EXITED]
+    if not waiting or len(waiting) == len(servers):
+        return None
+    slow = slow_servers(state, now)
+    return next((name for name in waiting if name in slow), waiting[0])
 
 
 def slow_servers(state: RunState, now: Optional[float]) -> set[str]:

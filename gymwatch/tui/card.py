@@ -13,13 +13,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..core.card import Card
 from ..core.model import Evidence
 from ..core.sanitize import clean
 from .fmt import STATUS_LOOK
+from .footer import WholeLabels
 from .typeahead import closed_early
 
 
@@ -99,7 +100,7 @@ class TrialCard(ModalScreen[Union[Evidence, AroundIt, None]]):
                                id="card-lines")
             lines.border_title = "Lines that explain it (in order)"
             yield lines
-        yield Footer()
+        yield WholeLabels()
 
     def on_mount(self) -> None:
         if closed_early(self):

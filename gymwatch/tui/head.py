@@ -61,13 +61,14 @@ class Probe:
     answers: dict[str, bool] = field(default_factory=dict)   # server -> answered GET / at all
     detail: dict[str, str] = field(default_factory=dict)     # server -> "HTTP 200" / "refused" / ...
     error: str = ""
+    at: float = 0.0            # when it was asked (the screen's clock): what a server became since, it cannot say
 
 
-def probe(head: str, run_id: str = "") -> Probe:
+def probe(head: str, run_id: str = "", at: float = 0.0) -> Probe:
     """Ask the head server for its servers, then `GET /` each (loopback only). `run_id`: the
     run gymwatch launched; a head whose servers all run elsewhere is another run's (a stale run
-    still holding the port) and says nothing about this one."""
-    out = Probe()
+    still holding the port) and says nothing about this one. `at`: the time it is asked."""
+    out = Probe(at=at)
     try:
         out.instances = server_instances(head)
     except (HeadError, OSError, ValueError) as exc:

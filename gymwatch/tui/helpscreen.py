@@ -3,6 +3,9 @@ screen shows. Plain Text throughout: nothing here is markup."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,19 +18,19 @@ from .layout import CARD, all_bindings
 
 # What a few keys do, beyond their footer word.
 EXPLAIN = {
-    "gymwatch.next_failure": "next failure: failed server, failed / never-ran / missing trial",
-    "gymwatch.prev_failure": "previous failure",
+    "gymwatch.next-failure": "next failure: failed server, failed / never-ran / missing trial",
+    "gymwatch.prev-failure": "previous failure",
     "gymwatch.evidence": "open the line the verdict rests on",
     "gymwatch.maximize": "the focused pane fills the screen (again, or escape: back)",
     "gymwatch.wrap": "long log lines wrap instead of being cut with …",
     "gymwatch.quit": "quit (the run keeps going: gymwatch never stops it)",
-    "gymwatch.all_logs": "every server's log merged, a coloured label per server (l: back to one)",
-    "gymwatch.next_cause": "next line of the selected trial's cause chain",
-    "gymwatch.prev_cause": "previous line of the selected trial's cause chain",
+    "gymwatch.all-logs": "every server's log merged, a coloured label per server (l: back to one)",
+    "gymwatch.next-cause": "next line of the selected trial's cause chain",
+    "gymwatch.prev-cause": "previous line of the selected trial's cause chain",
     "servers.open": "open the selected server's log (its evidence when it failed)",
     "trials.filter": "cycle the filter: all, failed, never-ran, missing, pending, ...",
     "trials.cause-log": "open the log line behind the selected trial's failure",
-    "logview.follow": "follow on/off (scrolling up pauses it)",
+    "logview.follow": "follow on/off (scrolling up or g pauses it, G goes on)",
     "gymwatch.copy": "copy the text selected with the mouse",
     "gymwatch.ctrl-c": "say how to quit",
     "card.close": "close the card",
@@ -39,7 +42,6 @@ EXPLAIN = {
 FALLBACK = {"gymwatch.ctrl-c": "nothing selected: say how to quit"}
 # Keys a section has beyond its bindings' (the card's list of lines is an OptionList).
 EXTRA = {CARD: [("⏎", "open the highlighted line in the log pane (↑ ↓ move)", "")]}
-KEY_WIDTH = 18
 
 
 def help_rows(app) -> dict[str, list[tuple[str, str, str]]]:
@@ -77,24 +79,34 @@ def help_rows(app) -> dict[str, list[tuple[str, str, str]]]:
     return out
 
 
-def help_text(app) -> Text:
-    t = Text()
-    t.append("gymwatch: the live screen of a NeMo Gym run\n", style="bold")
-    t.append("tab / shift+tab move between the panes; the footer shows the focused pane's keys.\n", style="dim")
-    for section, rows in help_rows(app).items():
-        t.append(f"\n{section}\n", style="bold")
-        for keys, what, bid in rows:
-            t.append(f"  {keys:<{KEY_WIDTH}}", style="bold cyan")
-            t.append(what)
-            if bid:
-                t.append(f"  {bid}", style="dim")
-            t.append("\n")
+def help_text(app) -> Group:
+    """The help as columns: keys, what they do (wrapping in its own column), binding ids (one a
+    line): a row stays a row at 80 columns, nothing wraps to the left edge."""
+    sections = help_rows(app)
+    rows = [row for section in sections.values() for row in section]
+    key_width = max((cell_len(keys) for keys, _, _ in rows), default=1)
+    id_width = max((cell_len(bid) for _, _, ids in rows for bid in ids.split()), default=1)
+    head = Text()
+    head.append("gymwatch: the live screen of a NeMo Gym run\n", style="bold")
+    head.append("tab / shift+tab move between the panes; the footer shows the focused pane's keys.", style="dim")
+    parts: list[RenderableType] = [head]
+    for section, lines in sections.items():
+        parts.append(Text(f"\n{section}", style="bold"))
+        table = Table(box=None, show_header=False, show_edge=False, padding=(0, 0, 0, 2), expand=True)
+        table.add_column(width=key_width, no_wrap=True, style="bold cyan")
+        table.add_column(ratio=1)
+        table.add_column(width=id_width, no_wrap=True, style="dim")
+        for keys, what, ids in lines:
+            table.add_row(Text(keys), Text(what), Text("\n".join(ids.split())))
+        parts.append(table)
+    foot = Text()
     path = app.keymap_path
-    t.append(f"\nRemap a key by its id in {path or 'keymap.toml'}, e.g. \"gymwatch.maximize\" = \"Z\"\n",
-             style="dim")
-    legend(t)
-    t.append("\nEsc or ? closes this.", style="dim")
-    return t
+    foot.append(f"\nRemap a key by its id in {path or 'keymap.toml'}, e.g. \"gymwatch.maximize\" = \"Z\"\n",
+                style="dim")
+    legend(foot)
+    foot.append("\nEsc or ? closes this.", style="dim")
+    parts.append(foot)
+    return Group(*parts)
 
 
 def legend(t: Text) -> None:

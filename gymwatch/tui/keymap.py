@@ -21,6 +21,11 @@ from typing import Iterable, Optional
 from textual.keys import Keys, key_to_character
 
 MODIFIERS = {"ctrl", "shift", "alt", "meta", "super", "hyper"}
+# Ids a binding had before the ids took one style (words joined by `-`): a keymap file naming
+# one still moves that binding.
+ALIASES = {"gymwatch.next_failure": "gymwatch.next-failure", "gymwatch.prev_failure": "gymwatch.prev-failure",
+           "gymwatch.all_logs": "gymwatch.all-logs", "gymwatch.next_cause": "gymwatch.next-cause",
+           "gymwatch.prev_cause": "gymwatch.prev-cause"}
 KNOWN_KEYS = {k.value for k in Keys}
 
 
@@ -44,6 +49,11 @@ def load(known: Iterable[str], where: Optional[Path] = None) -> tuple[Path, dict
     return p, *check(flatten(raw), set(known), p)
 
 
+def current_ids(mapping: dict[str, str]) -> dict[str, str]:
+    """A keymap with each old id (ALIASES) as the id its binding has now."""
+    return {ALIASES.get(bid, bid): keys for bid, keys in mapping.items()}
+
+
 def flatten(table: dict, prefix: str = "") -> dict[str, object]:
     """`[trials] filter = "F"` and `"trials.filter" = "F"` both as {"trials.filter": "F"}."""
     out: dict[str, object] = {}
@@ -60,11 +70,11 @@ def check(entries: dict[str, object], known: set[str], p: Path) -> tuple[dict[st
     good: dict[str, str] = {}
     problems: list[str] = []
     for bid, keys in entries.items():
-        why = problem(bid, keys, known)
+        why = problem(ALIASES.get(bid, bid), keys, known)
         if why:
             problems.append(f"keymap {p}: {bid}: {why}; ignored")
         else:
-            good[bid] = ",".join(k.strip() for k in str(keys).split(","))
+            good[ALIASES.get(bid, bid)] = ",".join(k.strip() for k in str(keys).split(","))
     return good, problems
 
 

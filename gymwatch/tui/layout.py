@@ -14,6 +14,8 @@
 - `z` maximizes the focused pane (again, or escape, restores): the board then fills the screen
   with its phases wrapped whole in their rows; `w` wraps long log lines.
 - The footer shows the few global keys first, then the focused pane's own (`MainScreen`).
+- Toasts show top right, under the verdict and the counts (never over them); on a small screen
+  (below SHORT rows or NARROW columns) one at a time, the newest replacing the others.
 - The keymap file (keymap.py) is applied once the screen is up; its problems are warnings.
 """
 
@@ -23,6 +25,7 @@ from typing import Mapping, Optional, Sequence
 
 from textual.app import App
 from textual.binding import Binding, BindingsMap
+from textual.notifications import Notify
 from textual.css.scalar import Scalar
 from textual.screen import Screen
 from textual.widget import Widget
@@ -183,8 +186,15 @@ class ResponsiveLayout:
         self.keymap_path, mapping, self.keymap_problems = keymap.load(known)
         if mapping:
             self.set_keymap(mapping)
-        for problem in self.keymap_problems:
-            self.notify(problem, title="keymap", severity="warning", markup=False, timeout=10)
+        if self.keymap_problems:       # together: a small screen shows one toast at a time
+            self.notify("\n".join(self.keymap_problems), title="keymap", severity="warning", markup=False,
+                        timeout=10)
+        keys = {b.id: self.get_key_display(b) for _, b in all_bindings(self) if b.id}  # type: ignore[attr-defined]
+        self.trials.keys_told = (keys.get("gymwatch.next-failure", "]"), keys.get("trials.filter", "v"))  # type: ignore[attr-defined]
+
+    def set_keymap(self, keymap_: dict[str, str]) -> None:
+        """Textual's, an old binding id (keymap.ALIASES) taken as the id its binding has now."""
+        super().set_keymap(keymap.current_ids(dict(keymap_)))  # type: ignore[misc]
 
     def on_resize(self, event) -> None:
         self.call_after_refresh(self.fit_panes)
@@ -193,9 +203,30 @@ class ResponsiveLayout:
     def narrow(self) -> bool:
         return self.size.width < NARROW
 
+    @property
+    def small(self) -> bool:
+        return self.narrow or self.size.height < SHORT
+
+    def on_notify(self, event: Notify) -> None:
+        """A small screen shows one toast at a time: the new one replaces the others (App's own
+        handler adds it after this one)."""
+        if self.small:
+            for holder in self.screen.query("ToastRack > *"):    # Textual would leave them, a line each
+                holder.remove()
+            self.clear_notifications()
+
+    def _place_toasts(self) -> None:
+        """Toasts start under the summary's first line(s), the verdict and the counts."""
+        top = self.summary.items_height()
+        for rack in self.screen_stack[0].query("ToastRack"):
+            if rack.styles.margin.top != top:
+                rack.styles.margin = (top, 0, 0, 0)
+
     def fit_panes(self) -> None:
         """Size the trials pane to its content (or hide it when the run has no trials), the board
-        to its rows, and the footer to the width."""
+        to its rows, and the footer to the width. Called after every poll: a style is set only
+        when it changes (each set lays the screen out again; `styles.X` reads the stylesheet's
+        value too, so an inline rule is cleared only when there is one)."""
         trials = getattr(self, "trials", None)
         if trials is None or not trials.is_attached:
             return
@@ -204,10 +235,12 @@ class ResponsiveLayout:
         if empty and trials.has_focus:
             self.board.focus()
         self._fit_board(not empty)
+        self._place_toasts()
         for footer in self.screen_stack[0].query(Footer):
             footer.compact = self.narrow
-        if self.narrow or empty:
-            trials.styles.width = None          # the stylesheet's: full width, stacked
+        if self.narrow or empty or trials.is_maximized:
+            if trials.styles.inline.has_rule("width"):
+                trials.styles.width = None      # the stylesheet's: full width, stacked or maximized
             return
         want = trials_width(trials.natural_width(), self.size.width)
         if trials.styles.width is None or trials.styles.width.value != want:
@@ -228,7 +261,7 @@ class ResponsiveLayout:
         chrome = pane.outer_size.height - board.outer_size.height     # its border, the detail line
         room = self.size.height - self.summary.outer_size.height - footer - chrome
         rows = board_rows(board.virtual_size.height, room, with_trials)
-        if board.styles.height is not None:
+        if board.styles.inline.has_rule("height"):
             board.styles.height = None          # the stylesheet's: auto
         if board.styles.max_height is None or board.styles.max_height != Scalar.from_number(rows):
             board.styles.max_height = rows

@@ -1,7 +1,7 @@
 """The log pane: a header (file, follow state, "+N new lines") over a `logview.LogView`.
 
 The view owns following and the count of lines not seen yet (`follow`, `paused`, `new_lines`);
-the pane only shows them, redrawing its header when `follow` changes or a NewLines comes up."""
+the pane only shows them, redrawing its header when `follow` changes or a NewLines or Paused comes up."""
 
 from __future__ import annotations
 
@@ -101,6 +101,11 @@ class LogPane(ComponentLooks, Vertical):
         event.stop()
         self._header()
 
+    @on(View.Paused)
+    def _paused(self, event: View.Paused) -> None:
+        event.stop()
+        self._header()
+
     def _header(self) -> None:
         t = Text(no_wrap=True, end="")
         if not self.rel:
@@ -109,7 +114,7 @@ class LogPane(ComponentLooks, Vertical):
             t.append_text(plain(self.rel, 60, "bold"))
             if self.line:
                 t.append(f":{self.line}", style="bold")
-            follow, paused = self.view.follow, bool(self.new_lines)
+            follow, paused = self.view.follow, self.view.paused
             if follow and not paused:
                 t.append("  ● following", style=self.look("logpane--following"))
             else:

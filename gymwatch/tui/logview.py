@@ -88,6 +88,14 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
             super().__init__()
             self.count = count
 
+    class Paused(Message):
+        """Following paused (the user went up: scrolled, `g`, a page up) or went on again (back at
+        the end): `paused` says which."""
+
+        def __init__(self, paused: bool) -> None:
+            super().__init__()
+            self.paused = paused
+
     class Opened(Message):
         """The first index of the opened file(s) is complete."""
 
@@ -420,10 +428,23 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
 
     def action_top(self) -> None:
         self._move_to(0)
+        self._pause(True)              # even where the whole log fits and nothing scrolled
 
     def action_bottom(self) -> None:
         self._move_to(self.row_count - 1)
         self._scroll_to_end()
+        self._pause(False)
+
+    def _pause(self, paused: bool) -> None:
+        """Following paused by the user going up, or on again back at the end (Paused says so;
+        going on, the lines counted meanwhile are seen)."""
+        if not self.follow or paused == self._paused:
+            return
+        self._paused = paused
+        if not paused:
+            self._new_lines = 0
+            self.post_message(self.NewLines(0))
+        self.post_message(self.Paused(paused))
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
@@ -432,11 +453,10 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
         at_end = new >= self.max_scroll_y
         # While a filter fills the rows from a thread the view shrinks and grows under the
         # cursor: those moves are not the user's, and must not pause following.
-        if new < old and not at_end and not self._paused and not self._filtering:
-            self._paused = True
-        elif at_end and self._paused:
-            self._paused, self._new_lines = False, 0
-            self.post_message(self.NewLines(0))
+        if new < old and not at_end and not self._filtering:
+            self._pause(True)
+        elif at_end:
+            self._pause(False)
 
     # --- live ------------------------------------------------------------------------
     def refresh_file(self) -> int:

@@ -22,8 +22,8 @@ PROBLEMS = (T_FAILED, T_NEVER_RAN, T_MISSING)
 
 
 class EvidenceNav:
-    """Needs from the app: live, board, trials, pane, notify, push_screen, _follow_board, _fail_idx,
-    _cause_of, _cause_idx."""
+    """Needs from the app: live, board, trials, pane, notify, push_screen, focused_pane, _follow_board,
+    _fail_idx, _cause_of, _cause_idx."""
 
     # --- opening evidence and logs -----------------------------------------------------------
     def open_evidence(self, ev: Optional[Evidence]) -> None:
@@ -188,11 +188,23 @@ class EvidenceNav:
         out += [("trial", t.key) for t in trials]
         return out
 
+    def _at_failure(self, items: list[tuple[str, object]]) -> int:
+        """Where `]` / `[` go on from: the failure under the focused pane's cursor (a trial the
+        screen put the cursor on, one the user moved to), else the last one they went to."""
+        pane = self.focused_pane()
+        here: Optional[tuple[str, object]] = None
+        if pane is self.trials and self.trials.trial_at_cursor() is not None:
+            here = ("trial", self.trials.trial_at_cursor().key)
+        elif pane is self.board and self.board.server_at_cursor():
+            here = ("server", self.board.server_at_cursor())
+        return items.index(here) if here in items else self._fail_idx
+
     def _go_failure(self, step: int) -> None:
         items = self.failures()
         if not items:
             self.notify("no failures so far")
             return
+        self._fail_idx = self._at_failure(items)
         wrapped = not 0 <= self._fail_idx + step < len(items) and self._fail_idx != -1
         self._fail_idx = (self._fail_idx + step) % len(items)
         kind, ref = items[self._fail_idx]

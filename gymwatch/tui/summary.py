@@ -134,8 +134,13 @@ class Summary(Widget):
         self._width = 0            # the width the last layout measured at
 
     def show(self, line1: Text, line2: Text) -> None:
+        """New lines: a repaint, and a layout only when they change how tall it is (a live run's
+        clock moves every second; the same lines, the tick of a run where nothing moved: nothing)."""
+        if line1 == self._line1 and line2 == self._line2:
+            return
+        before = self._height(self._width) if self._width else None
         self._line1, self._line2 = line1, line2
-        self.refresh(layout=True)
+        self.refresh(layout=before is None or self._height(self._width) != before)
 
     def text(self, width: int) -> Text:
         line2 = self._line2.copy()
@@ -144,8 +149,16 @@ class Summary(Widget):
         out.no_wrap, out.overflow, out.end = False, "fold", ""
         return out
 
+    def items_height(self) -> int:
+        """Lines the first line's items (the verdict, the counts) take at the width shown."""
+        width = self.content_region.width or self._width
+        return len(pack(self._line1, width).wrap(self.app.console, max(1, width), overflow="fold"))
+
     def get_content_height(self, container, viewport, width: int) -> int:
         self._width = width
+        return self._height(width)
+
+    def _height(self, width: int) -> int:
         return len(self.text(width).wrap(self.app.console, max(1, width), overflow="fold"))
 
     def render(self) -> Text:

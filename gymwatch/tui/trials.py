@@ -36,7 +36,10 @@ FILTERS = ("all", T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING, "reward_0", "wron
 FILTER_WORDS = {"reward_0": "reward 0", "wrong": "completed but 0", T_NEVER_RAN: "never-ran"}
 SORTS = ("key", "status", "reward", "tokens")
 SEVERITY = {T_NEVER_RAN: 0, T_FAILED: 1, T_MISSING: 2, T_PENDING: 3, T_COMPLETED: 4}
+NEEDS_A_LOOK = (T_FAILED, T_NEVER_RAN, T_MISSING)    # the trials `]` goes through, in key order
 WHY_MAX = 100           # characters of a failure shown in its cell
+FAILURE_LINES = 4       # lines under the rows for the selected failure when the border cannot hold it
+BORDER_TEXT = 6         # cells of the bottom border round its text: corners, a line and a space each side
 RESORT_SHARE = 16       # more changed trials than rows / this: sort the whole list again
 
 
@@ -110,15 +113,21 @@ def cells(t: Trial, gym: Optional[GymHealth] = None) -> tuple[Text, ...]:
 
 class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
     """A virtual list of the run's trials. Enter or a click posts Chosen, `l` CauseRequested; the
-    app acts on them and hands the state down in `rebuild()` / `update()`."""
+    app acts on them and hands the state down in `rebuild()` / `update()`.
 
-    COMPONENT_CLASSES = {"trials--header", "trials--cursor", "trials--cursor-blurred"}
+    What needs a look comes first: until the user moves the cursor it sits on the first failed,
+    never-ran or missing trial (the first `]` goes to), that row at the top of the view, and the
+    title says how many there are and which keys reach them. The selected trial's failure is
+    shown whole: in the bottom border when it fits there, else wrapped under the rows."""
+
+    COMPONENT_CLASSES = {"trials--header", "trials--cursor", "trials--cursor-blurred", "trials--failure"}
     DEFAULT_CSS = """
     TrialsTable { background: $surface; }
     TrialsTable:focus { background-tint: $foreground 3%; }
     TrialsTable > .trials--header { text-style: bold; }
     TrialsTable > .trials--cursor { background: $primary 50%; }
     TrialsTable > .trials--cursor-blurred { background: $block-cursor-blurred-background; }
+    TrialsTable > .trials--failure { background: $boost; }
     """
     BINDINGS = [
         Binding("v", "cycle_filter", "Filter", id="trials.filter"),
@@ -167,6 +176,11 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self.sort_by = "key"
         self.descending = False
         self.cursor = 0
+        self.picked = False         # the user moved the cursor: it is theirs, no longer put on a problem
+        self.keys_told = ("]", "v")  # the keys the title names: next failure, filter (the keymap's)
+        self._problems: set[TrialKey] = set()              # failed, never-ran and missing trials, filtered or not
+        self._first: Optional[TrialKey] = None             # the least of them (None: to be found again)
+        self._failure: list[Text] = []                     # the selected failure's lines under the rows
         self._order: list[tuple[tuple, TrialKey]] = []     # (sort value, key) of the rows, sorted
         self._sv: dict[TrialKey, tuple] = {}               # key -> its sort value in _order
         self._widths = [len(label) for _, label in COLUMNS]   # grow with the widest cell seen
@@ -191,7 +205,10 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
             self._filled = [False] * len(COLUMNS)
             for t in state.trials.values():
                 self._widen(t)
-        trials = [t for t in state.trials.values() if self._kept(t)] if state is not None else []
+        every = state.trials.values() if state is not None else ()
+        self._problems = {t.key for t in every if t.status in NEEDS_A_LOOK}
+        self._first = None
+        trials = [t for t in every if self._kept(t)]
         self._sv = {t.key: self._value(t) for t in trials}
         self._order = sorted((v, k) for k, v in self._sv.items())
         self._after_change(here, scroll=True)        # a user's sort or filter: show the cursor
@@ -202,6 +219,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self.state = state
         for key in removed:
             self._drop(key)
+            self._not_a_problem(key)
         if len(changed) > max(64, len(self._order) // RESORT_SHARE):
             for key in changed:
                 self._place(key, state.trials.get(key), resort=False)
@@ -212,6 +230,12 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self._after_change(here)
 
     def _place(self, key: TrialKey, t: Optional[Trial], resort: bool) -> None:
+        if t is not None and t.status in NEEDS_A_LOOK:
+            self._problems.add(key)
+            if self._first is not None and key < self._first:
+                self._first = key
+        else:
+            self._not_a_problem(key)
         if t is None or not self._kept(t):
             self._drop(key)
             return
@@ -237,16 +261,44 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
             del self._order[i]
 
     def _after_change(self, here: Optional[TrialKey], scroll: bool = False) -> None:
-        """Keep the cursor on its trial (rows above it may have come or gone) and redraw."""
+        """Keep the cursor on its trial (rows above it may have come or gone), or on the first
+        trial that needs a look while the user has not moved it; redraw."""
         self._fit_columns()
-        self.virtual_size = Size(sum(self._fit) + 2 * len(self._fit), len(self._order) + 1)
-        i = self.index_of(here) if here is not None else None
-        if i is not None:
-            self._move(i, scroll=scroll)
+        self._set_virtual_size()
+        first = self._first_problem()
+        if first is not None and first != self.cursor:
+            self._move(first)
+            self._scroll_to_row(first)            # at the top: the rows after it show too
         else:
-            self.cursor = max(0, min(self.cursor, len(self._order) - 1))
+            i = self.index_of(here) if here is not None else None
+            if i is not None:
+                self._move(i, scroll=scroll)
+            else:
+                self.cursor = max(0, min(self.cursor, len(self._order) - 1))
+                self._show_failure()
         self.refresh()
         self._title()
+
+    def _set_virtual_size(self) -> None:
+        """The rows, their header and the selected failure's lines under them."""
+        self.virtual_size = Size(sum(self._fit) + 2 * len(self._fit), len(self._order) + 1 + len(self._failure))
+
+    def _not_a_problem(self, key: TrialKey) -> None:
+        self._problems.discard(key)
+        if key == self._first:
+            self._first = None
+
+    def _first_problem(self) -> Optional[int]:
+        """The row of the first trial that needs a look, while the cursor is not the user's."""
+        if self.picked or not self._problems:
+            return None
+        if self._first is None:
+            self._first = min(self._problems)
+        return self.index_of(self._first)
+
+    def _scroll_to_row(self, i: int) -> None:
+        # forced: before the first layout the view's height is 0 and Textual would drop it
+        self.scroll_to(y=i, animate=False, immediate=True, force=True)
 
     def _widen(self, t: Trial) -> None:
         w = self._widths
@@ -278,22 +330,54 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
 
     def _title(self) -> None:
         n = len(self.state.trials) if self.state else 0
-        shown = "" if self.filter_by == "all" else \
-            f" · showing {FILTER_WORDS.get(self.filter_by, self.filter_by)} ({self.row_count})"
-        self.border_title = f"Trials {n}{shown} · sort: {self.sort_by}{' (reversed)' if self.descending else ''}"
-        self._subtitle()
+        if self.filter_by != "all":
+            shown = f" · showing {FILTER_WORDS.get(self.filter_by, self.filter_by)} ({self.row_count})"
+        elif self._problems:
+            following, only = self.keys_told
+            shown = f" · {len(self._problems)} need a look: {following} next, {only} filter"
+        else:
+            shown = ""
+        self.border_title = escape(f"Trials {n}{shown} · sort: {self.sort_by}{' (reversed)' if self.descending else ''}")
 
-    def _subtitle(self) -> None:
-        """The selected trial's failure in full under the table (its column is narrow)."""
+    def _show_failure(self) -> None:
+        """The selected trial's failure whole (its column is narrow): in the bottom border when it
+        fits there, else in lines under the rows (FAILURE_LINES at most; the card has the rest)."""
         t = self.trial_at_cursor()
         why = " ".join(clean(_why(t)).split()) if t is not None else ""
-        self.border_subtitle = escape(why[:200]) if why else ""     # border text is markup: escape
+        width = self.scrollable_content_region.width
+        lines: list[Text] = []
+        if len(why) <= max(0, self.outer_size.width - BORDER_TEXT) or width <= 0:
+            self.border_subtitle = escape(why)       # border text is markup: escape
+        else:
+            self.border_subtitle = ""
+            room = max(1, width - 2)                 # a space each side, as the cells have
+            lines = list(Text(why).wrap(self.app.console, room))
+            cap = self._failure_room()
+            if len(lines) > cap:
+                lines = lines[:cap]
+                lines[-1].truncate(room - 1)
+                lines[-1].append("…")
+        if [x.plain for x in lines] != [x.plain for x in self._failure]:
+            self._failure = lines
+            self._set_virtual_size()
+            self.refresh()
+
+    def _failure_room(self) -> int:
+        """Lines the failure may take under the rows: FAILURE_LINES, but never the selected row's
+        own line (the header and that row stay; on a short pane the card has the rest)."""
+        height = self.scrollable_content_region.height
+        return FAILURE_LINES if height <= 0 else max(1, min(FAILURE_LINES, height - 2))
 
     # --- drawing ------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if y == 0:
             return self._strip([Text(label) for _, label in COLUMNS], width, self.look("trials--header"))
+        under = y - (self.scrollable_content_region.height - len(self._failure))
+        if 0 <= under < len(self._failure):
+            line = Text.assemble(" ", self._failure[under])
+            line.pad_right(width - line.cell_len)
+            return Strip(line.render(self.app.console), width).apply_style(self.look("trials--failure"))
         i = int(self.scroll_y) + y - 1
         key = self.key_at(i)
         t = self.state.trials.get(key) if key is not None and self.state is not None else None
@@ -342,16 +426,23 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         return sum(cols) + 2 + bar
 
     def on_resize(self) -> None:
-        self._after_change(self.key_at(self.cursor))
+        self._after_change(self.key_at(self.cursor), scroll=True)
+        if self._first_problem() == self.cursor:
+            self._scroll_to_row(self.cursor)      # still the screen's choice: at the top, now it has a height
 
     # --- moving -------------------------------------------------------------------------
+    @property
+    def rows_shown(self) -> int:
+        """Rows of trials the view has room for (the header and the failure's lines take theirs)."""
+        return max(1, self.scrollable_content_region.height - 1 - len(self._failure))
+
     def _move(self, i: int, scroll: bool = True) -> None:
         self.cursor = max(0, min(i, len(self._order) - 1))
-        self._subtitle()
+        self._show_failure()
         if not scroll:
             self.refresh()
             return
-        rows = max(1, self.scrollable_content_region.height - 1)      # the header takes a line
+        rows = self.rows_shown
         top = int(self.scroll_y)
         if self.cursor < top:
             self.scroll_to(y=self.cursor, animate=False, immediate=True)
@@ -359,14 +450,19 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor - rows + 1, animate=False, immediate=True)
         self.refresh()
 
+    def _pick(self, i: int) -> None:
+        """The user moves the cursor: from now on it is theirs."""
+        self.picked = True
+        self._move(i)
+
     def action_cursor(self, step: int) -> None:
-        self._move(self.cursor + step)
+        self._pick(self.cursor + step)
 
     def action_page(self, step: int) -> None:
-        self._move(self.cursor + step * max(1, self.scrollable_content_region.height - 2))
+        self._pick(self.cursor + step * max(1, self.rows_shown - 1))
 
     def action_edge(self, end: int) -> None:
-        self._move(len(self._order) - 1 if end else 0)
+        self._pick(len(self._order) - 1 if end else 0)
 
     def action_choose(self) -> None:
         t = self.trial_at_cursor()
@@ -382,9 +478,12 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
             by = {"status": "status", "reward": "reward", "tokens": "tokens"}.get(self._column_at(x) or "", "key")
             self.set_sort(by)
             return
+        if y > self.rows_shown:                  # the failure under the rows: the card has it all
+            self.action_choose()
+            return
         i = int(self.scroll_y) + y - 1
         if i < len(self._order):
-            self._move(i)
+            self._pick(i)
             self.action_choose()
 
     def on_focus(self) -> None:
@@ -440,8 +539,9 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         return bisect.bisect_left(self._order, (self._sv[key], key))
 
     def select(self, key: TrialKey) -> bool:
+        """Put the cursor on trial `key` for the user (`]`, a trial chosen elsewhere)."""
         i = self.index_of(key)
         if i is None:
             return False
-        self._move(i)
+        self._pick(i)
         return True

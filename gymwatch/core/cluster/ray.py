@@ -180,7 +180,9 @@ def _actor(row: dict) -> RayActor:
 
 
 def _placement_group(row: dict) -> RayPlacementGroup:
-    bundles = row.get("bundles") if isinstance(row.get("bundles"), list) else []
+    bundles = row.get("bundles")
+    if not isinstance(bundles, list):
+        bundles = []
     return RayPlacementGroup(placement_group_id=_s(row.get("placement_group_id")), name=_s(row.get("name")),
                              state=_s(row.get("state")),
                              bundle_nodes=tuple(_s(b.get("node_id")) for b in bundles if isinstance(b, dict)))
