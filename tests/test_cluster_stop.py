@@ -220,3 +220,12 @@ def test_a_job_slurm_has_not_ended_yet_is_said_and_exits_1(tmp_path, monkeypatch
     from gymwatch.launch import cli
     monkeypatch.setattr("gymwatch.launch.cancel.SETTLE", 0.1)
     assert cli._stop_submission(type("A", (), {"path": str(sub.root), "grace": 0.0})()) == 1
+
+
+def test_a_job_already_ending_is_not_cancelled_again(tmp_path, monkeypatch):
+    fake = FakeSlurm(tmp_path, monkeypatch)
+    sub = submission(tmp_path)
+    fake.job("701", "COMPLETING", work_dir=work_dir(sub), completing=10_000)
+    res = stop_submission(sub, grace=5, say=lambda s: None, pace=0.01, settle=0.1)
+    assert scancels(fake) == [] and res.nothing_to_cancel and not res.ok
+    assert describe(res) == ["  mcqa: job 701 COMPLETING (already ending)"]

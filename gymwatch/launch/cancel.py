@@ -257,6 +257,8 @@ def _detail(job: SlurmJob, result: Stopped) -> str:
     elif did:
         first = "SIGINT to its driver, then cancelled by gymwatch" if did[0] == INTERRUPTED else "cancelled by gymwatch"
         parts.append(first if job.ended else first + ", not ended yet")
+    elif job.state == "COMPLETING":
+        parts.append("already ending")
     elif not job.ended:
         parts.append("left alone")
     return f" ({'; '.join(parts)})" if parts else ""

@@ -240,7 +240,8 @@ def _stop_submission(args: argparse.Namespace) -> int:
     except StopError as exc:
         raise _user_error(f"cannot stop {sub.gym_job_id}: {exc}") from None
     if res.nothing_to_cancel:
-        print(f"nothing to cancel: no job of {sub.gym_job_id} is queued or running")
+        print(f"nothing to cancel: no job of {sub.gym_job_id} is queued or running" if res.ok else
+              f"nothing to cancel: the jobs of {sub.gym_job_id} still in Slurm are already ending")
     print("Slurm says now:" if res.after.jobs else f"Slurm knows no job of {sub.gym_job_id} any more")
     for line in describe(res):
         print(line)
