@@ -130,10 +130,10 @@ def test_an_unreachable_host_or_no_slurm_client_is_one_line(tmp_path, monkeypatc
     fake = FakeSlurm(tmp_path, monkeypatch)
     fake.set(ssh_down=True)
     with pytest.raises(StopError, match=r"^cannot reach login\.example\.org over SSH: ssh: connect to host"):
-        stop_submission(submission(tmp_path / "a", hostname="login.example.org"), say=lambda s: None, **FAST)
+        stop_submission(submission(tmp_path / "a", hostname="login.example.org"), grace=5, say=lambda s: None, **FAST)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(StopError, match=r"^no `squeue` here \(no Slurm client on this machine\)$"):
-        stop_submission(submission(tmp_path / "b"), say=lambda s: None, **FAST)
+        stop_submission(submission(tmp_path / "b"), grace=5, say=lambda s: None, **FAST)
 
 
 def test_scancel_missing_after_squeue_answered_is_one_line(tmp_path, monkeypatch):
@@ -142,7 +142,7 @@ def test_scancel_missing_after_squeue_answered_is_one_line(tmp_path, monkeypatch
     fake.job("701", "PENDING", work_dir=work_dir(sub))
     monkeypatch.setenv("PATH", str(fake.dir))
     with pytest.raises(StopError, match=r"^no `scancel` here"):
-        stop_submission(sub, say=lambda s: None, **FAST)
+        stop_submission(sub, 5, say=lambda s: None, **FAST)
 
 
 def test_waiting_uses_the_clock_it_is_given(tmp_path, monkeypatch):

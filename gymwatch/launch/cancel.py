@@ -35,7 +35,6 @@ from ..core.cluster.record import JOB_SCRIPT, Benchmark, Submission, job_id_key
 from ..core.cluster.slurmcli import Runner, SlurmJob, SlurmPoll, on_host, run_command
 from ..core.cluster.words import QUEUED_STATES, reason, state_words
 
-GRACE = 60.0       # seconds the drivers get to stop collecting and shut their servers down
 PACE = 2.0         # seconds between squeue calls while waiting
 SETTLE = 30.0      # seconds at most for Slurm to finish off the cancelled jobs (its KillWait)
 
@@ -79,10 +78,11 @@ def live(poll: SlurmPoll) -> list[SlurmJob]:
     return sorted((j for j in poll.jobs.values() if not j.ended), key=lambda j: job_id_key(j.job_id))
 
 
-def stop_submission(sub: Submission, grace: float = GRACE, *, say: Callable[[str], None] = print,
+def stop_submission(sub: Submission, grace: float, *, say: Callable[[str], None] = print,
                     runner: Runner = run_command, pace: float = PACE, settle: float = SETTLE,
                     clock: Clock = Clock()) -> Stopped:
-    """Cancel every job of `sub` still queued or running. Raises StopError when Slurm cannot be asked."""
+    """Cancel every job of `sub` still queued or running; `grace`: seconds the interrupted drivers
+    get to stop collecting and shut their servers down. Raises StopError when Slurm cannot be asked."""
     slurm = _Slurm(sub, runner, say)
     before = slurm.poll()
     result = Stopped(sub, before, before)

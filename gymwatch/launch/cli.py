@@ -7,8 +7,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .cancel import GRACE
-
 STOP_EPILOG = """A submission (`gym eval submit`, Slurm): its queued jobs are cancelled (a resume chain's next
 link first), each running job's driver gets SIGINT (`gym eval run` then stops collecting, keeps
 the rows written and shuts its servers down; the job ends as job.sh then exits), and a job still
@@ -45,7 +43,8 @@ def _common_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json", "md"), default="text", help="report format with --no-tui")
 
 
-DEFAULT_GRACE = 20.0   # a launched run's gym, after SIGTERM (a submission's: cancel.GRACE)
+DEFAULT_GRACE = 20.0   # a launched run's gym, after SIGTERM
+GRACE = 60.0           # a submission's drivers, after SIGINT: Gym's shutdown of its servers and Ray
 
 
 def register(sub: argparse._SubParsersAction) -> None:
