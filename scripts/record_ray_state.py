@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -100,7 +101,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--no-lock", action="store_true", help="the caller holds /tmp/realgym.lock")
     args = ap.parse_args(argv)
-    tmp = tempfile.mkdtemp(prefix="gwray-", dir="/tmp")     # Ray's socket paths must stay short
+    tmp = tempfile.mkdtemp(prefix="gwrayrec-", dir="/tmp")     # Ray's socket paths must stay short
     os.environ["RAY_TMPDIR"] = tmp
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     dash = free_port()
@@ -138,6 +139,7 @@ def main(argv: list[str]) -> int:
             with contextlib.suppress(Exception):
                 ray.shutdown()
             cluster.shutdown()
+            shutil.rmtree(tmp, ignore_errors=True)
     print(f"recorded into {args.out}")
     return 0
 
