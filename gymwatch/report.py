@@ -326,13 +326,14 @@ def _md(text: str) -> str:
     return clean(text).replace("|", "\\|").replace("`", "'")
 
 
-def iter_json(state: RunState, v: Optional[Verdict] = None, retry_input: Optional[dict] = None) -> Iterator[str]:
+def iter_json(state: RunState, v: Optional[Verdict] = None, retry_input: Optional[dict] = None,
+              extra: Optional[dict[str, Any]] = None) -> Iterator[str]:
     """The JSON report in pieces, one trial per line: a 100k-trial run is serialised a chunk at
-    a time (pydantic-core's encoder), never held whole in memory."""
+    a time (pydantic-core's encoder), never held whole in memory. `extra`: keys after `trials`."""
     trials = sorted_trials(state)
     yield _json_head(state, v, retry_input)
     yield from _json_trials(state, trials, 0, len(trials))
-    yield JSON_TAIL
+    yield json_tail(extra)
 
 
 JSON_TAIL = "\n  ]\n}\n"
@@ -355,9 +356,19 @@ def _json_trials(state: RunState, trials: list[Trial], lo: int, hi: int) -> Iter
         yield ("," if i else "") + "\n    " + ",\n    ".join(rows)
 
 
-def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None) -> None:
-    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text, a piece at a time."""
-    for piece in iter_json(state, v, retry_input):
+def json_tail(extra: Optional[dict[str, Any]] = None) -> str:
+    """The JSON report's end; `extra` keys after `trials` (`report --ray`'s `ray`)."""
+    if not extra:
+        return JSON_TAIL
+    text = to_json_bytes(extra, indent=2).decode()
+    return "\n  ],\n  " + text.strip()[1:-1].strip() + "\n}\n"     # its keys, indented as the report's
+
+
+def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None,
+               extra: Optional[dict[str, Any]] = None) -> None:
+    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text, a piece at a time;
+    `extra` keys after `trials`."""
+    for piece in iter_json(state, v, retry_input, extra):
         out.write(piece)
 
 
