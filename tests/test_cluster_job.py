@@ -20,6 +20,7 @@ from gymwatch.core.cluster.model import (
 from gymwatch.core.cluster.slurmcli import SlurmJob, SlurmPoll, parse_sacct, parse_scontrol
 
 SLURM = Path(__file__).parent / "fixtures" / "gym-0.7.0-slurm"
+RECORDED = Path(__file__).parent / "fixtures" / "gym-0.7.0-slurm-recorded"
 RECORDED_SCRIPT = next(SLURM.glob("real_mcqa_cold/gym-job-*/mcqa/job.sh")).read_text()
 RESUMABLE_SCRIPT = next(SLURM.glob("resumable_chain_svc_dies_with_sacct/gym-job-*/mcqa/job.sh")).read_text()
 
@@ -48,8 +49,8 @@ def recorded(case: str):
     return sub, bench, script, facts, files
 
 
-def meta_poll(case: str, final: bool = True) -> SlurmPoll:
-    meta = SLURM / case / "_meta"
+def meta_poll(case: str | Path, final: bool = True) -> SlurmPoll:
+    meta = (case if isinstance(case, Path) else SLURM / case) / "_meta"
     jobs = {}
     for path in sorted((meta / "scontrol").glob("*-final.txt" if final else "*.txt")):
         for job in parse_scontrol(path.read_text()):
@@ -381,6 +382,23 @@ def test_a_chain_resumed_after_a_time_limit_and_which_link_wrote_which_rows(tmp_
                        SlurmJob("32", state="COMPLETED", exit_code=0, signal=0, work_dir=d.bench.job_dir),
                        SlurmJob("33", state="CANCELLED", reason="DependencyNeverSatisfied", work_dir=d.bench.job_dir)))
     assert conclude(told).state == "COMPLETED" and told.links[2].not_needed
+
+
+def test_a_completed_chain_s_last_successor_cancelled_by_slurm_was_not_needed_as_sacct_tells_it():
+    """The recorded chain (701-703 TIMEOUT, 704 COMPLETED, 705 cancelled): sacct's reason for 705
+    is `Dependency`, not scontrol's `DependencyNeverSatisfied`, and its answer is merged last."""
+    case = RECORDED / "timeout_resumed"
+    sub = record.resolve(next(case.glob("gym-job-*")))
+    bench = sub.benchmarks[0]
+    script = jobscript.read(bench.local_dir / "job.sh")
+    facts, files = read_facts(sub, bench, script)
+    poll = meta_poll(case)
+    assert poll.jobs["705"].reason == "Dependency"
+    job = fold(bench, script, facts, poll, files=files, rows_total=10)
+    assert [ln.job_id for ln in job.links] == ["701", "702", "703", "704", "705"]
+    assert job.links[-1].not_needed and job.links[-1].state == "CANCELLED"
+    c = conclude(job)
+    assert (c.phase, c.state, c.job_id, c.headline, c.failed) == (P_ENDED, "COMPLETED", "704", "completed", False)
 
 
 def test_a_running_link_s_queued_successor_only_stands_by(tmp_path):

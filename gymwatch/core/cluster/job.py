@@ -442,7 +442,10 @@ def _settle_chain(links: list[Link]) -> None:
     for prev, link in zip(links, links[1:]):
         if link.previous is None and link.job_id == prev.followup:
             link.previous = prev.job_id
-        cancelled_unneeded = link.state == "CANCELLED" and link.reason == "DependencyNeverSatisfied"
+        # (sacct's reason for it is only `Dependency`: a successor that waits for its predecessor to
+        # fail, cancelled before it started once that predecessor completed, was not needed either)
+        cancelled_unneeded = link.state == "CANCELLED" and (link.reason == "DependencyNeverSatisfied" or (
+            not link.started and prev.state == "COMPLETED"))
         if cancelled_unneeded or (not link.started and not link.state and prev.state == "COMPLETED"):
             link.not_needed = True
             if not link.state:
