@@ -401,6 +401,24 @@ def test_a_completed_chain_s_last_successor_cancelled_by_slurm_was_not_needed_as
     assert (c.phase, c.state, c.job_id, c.headline, c.failed) == (P_ENDED, "COMPLETED", "704", "completed", False)
 
 
+def test_a_link_s_end_its_successor_read_from_sacct_is_taken_when_its_own_files_do_not_say():
+    """The recorded chain from files alone: job 703 hit its time limit, but its batch log has only
+    the job's normal end (the `*** JOB ... DUE TO TIME LIMIT ***` line was not written); 704's
+    prologue says `Previous job 703: TIMEOUT. Resuming...`."""
+    case = RECORDED / "timeout_resumed"
+    sub = record.resolve(next(case.glob("gym-job-*")))
+    bench = sub.benchmarks[0]
+    script = jobscript.read(bench.local_dir / "job.sh")
+    facts, files = read_facts(sub, bench, script)
+    job = fold(bench, script, facts, None, files=files, rows_total=10)
+    assert [(ln.job_id, ln.state, ln.source) for ln in job.links] == [
+        ("701", "TIMEOUT", FROM_FILES), ("702", "TIMEOUT", FROM_FILES), ("703", "TIMEOUT", FROM_FILES),
+        ("704", "COMPLETED", FROM_FILES), ("705", "CANCELLED", FROM_FILES)]
+    assert job.links[2].cause.where() == "mcqa/slurm-704.out:1"
+    assert job.links[2].cause_words == "Previous job 703: TIMEOUT. Resuming..."
+    assert conclude(job).headline == "completed"
+
+
 def test_a_running_link_s_queued_successor_only_stands_by(tmp_path):
     d = JobDir(tmp_path, RESUMABLE_SCRIPT)
     d.write("slurm-31.out", "Auto-resume follow-up queued: 32 (afternotok:31)", WAIT, READY)

@@ -41,13 +41,15 @@ _KILL_STATES = {"TIME LIMIT": "TIMEOUT", "PREEMPTION": "PREEMPTED", "NODE FAILUR
 
 
 def fold(bench: Benchmark, script: Optional[JobScript], facts: Iterable[Fact], slurm: Optional[SlurmPoll] = None,
-         *, files: Sequence[JobFile] = (), rows_total: Optional[int] = None) -> Job:
+         *, files: Sequence[JobFile] = (), rows_total: Optional[int] = None,
+         refused_at: Optional[Evidence] = None) -> Job:
     """The Job of `bench`, from every fact read of its files and Slurm's latest answer (None: not asked).
 
     `files`: its `job_files()`, for the names of the links' logs; `rows_total`: the rows now in its
-    rollouts file, to tell how many the last link wrote."""
+    rollouts file, to tell how many the last link wrote; `refused_at`: the record's line holding
+    sbatch's refusal (`record.refusal_line()`)."""
     ordered = sorted(set(facts), key=_fact_order)
-    job = Job(benchmark=bench.name, job_dir=bench.job_dir, sbatch_error=bench.sbatch_error,
+    job = Job(benchmark=bench.name, job_dir=bench.job_dir, sbatch_error=bench.sbatch_error, refused_at=refused_at,
               time_limit=script.time_limit if script else None, resumable=bool(script and script.resumable),
               max_retries=script.max_retries if script else None,
               rollouts=script.driver.rollouts if script and script.driver else "")
@@ -282,6 +284,8 @@ class _Reading:
             svc = ServiceStep(name=name)
             self.link.services.append(svc)
         svc.state, svc.evidence, svc.detail = state, ev, detail
+        if state == SV_HEALTHY:
+            svc.healthy = ev
         self.failed_task = None
         return svc
 
@@ -304,7 +308,7 @@ class _Reading:
     def _previous(self, fact: PreviousJob) -> None:
         link = self.link
         self.previous = fact
-        link.previous, link.said_of_previous = fact.previous_id, fact.ev
+        link.previous, link.said_of_previous, link.previous_state = fact.previous_id, fact.ev, fact.state
         state = fact.state or "state unknown"
         if fact.action == A_RETRY:
             link.action = f"resumed job {fact.previous_id} ({state}): infra retry {fact.retry}/{fact.max_retries}"
@@ -442,6 +446,8 @@ def _settle_chain(links: list[Link]) -> None:
     for prev, link in zip(links, links[1:]):
         if link.previous is None and link.job_id == prev.followup:
             link.previous = prev.job_id
+        if link.previous == prev.job_id and prev.source == FROM_FILES and link.previous_state in ENDED_STATES:
+            _as_its_successor_read_it(prev, link)
         # (sacct's reason for it is only `Dependency`: a successor that waits for its predecessor to
         # fail, cancelled before it started once that predecessor completed, was not needed either)
         cancelled_unneeded = link.state == "CANCELLED" and (link.reason == "DependencyNeverSatisfied" or (
@@ -454,6 +460,21 @@ def _settle_chain(links: list[Link]) -> None:
                 svc.detail = "the job never ran"
         elif not link.started and not link.state and prev.state in RUNNING_STATES | QUEUED_STATES:
             link.state, link.reason, link.source = "PENDING", "Dependency", FROM_FILES
+
+
+def _as_its_successor_read_it(prev: Link, link: Link) -> None:
+    """A link whose state came from its own files, when its successor's prologue read another
+    from sacct: sacct's word (a time limit leaves no line of its own in the batch log when the job
+    is killed before slurmstepd writes it)."""
+    if prev.state == link.previous_state:
+        return
+    prev.state = link.previous_state
+    prev.exit_code = prev.signal = None
+    ev = link.said_of_previous
+    if ev is not None:
+        prev.evidence.append(ev)
+        if prev.state != "COMPLETED":
+            prev.cause, prev.cause_words = ev, ev.text.strip()
 
 
 def _rows(links: list[Link], rows_total: Optional[int]) -> None:

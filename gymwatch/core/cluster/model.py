@@ -39,6 +39,7 @@ class ServiceStep:
     state: str = SV_NOT_STARTED
     detail: str = ""                        # in words: "died during startup: exit code 2", ...
     evidence: Optional[Evidence] = None     # the batch log's line that set the state
+    healthy: Optional[Evidence] = None      # the batch log's `NAME ready.` (kept once the job's end ends it)
     cause: Optional[Evidence] = None        # the line saying why it died (its log's, else srun's)
     log: str = ""                           # its log's name (relative to the submission dir)
     exit_code: Optional[int] = None         # srun's `Exited with exit code N` for it
@@ -72,6 +73,7 @@ class Link:
     rows_done_before: Optional[int] = None  # rows already in the rollouts when it began (Gym's resume)
     rows_written: Optional[int] = None      # rows it added, when that can be told
     said_of_previous: Optional[Evidence] = None   # its prologue's line about the previous link
+    previous_state: str = ""                # ... and the state it read of it with sacct ("" unknown)
     action: str = ""                        # in words: "resumed", "infra retry 1/2", "stopped the chain: ..."
     stopped_chain: bool = False             # its prologue ended the chain: a limit, or a cancelled predecessor
     prologue_only: bool = False             # its prologue ended it before any work (it speaks for the link before)
@@ -93,6 +95,7 @@ class Job:
     benchmark: str
     job_dir: str
     sbatch_error: Optional[str] = None      # sbatch refused it: no job at all
+    refused_at: Optional[Evidence] = None   # ... said in this line of the record
     links: list[Link] = field(default_factory=list)
     time_limit: Optional[int] = None        # job.sh's --time, seconds
     resumable: bool = False
