@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from ..core.model import (
     V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
+    V_QUEUED, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
 )
 from ..core.sanitize import clean
 
@@ -26,7 +26,7 @@ PROBLEM = "problem"     # the verdict filter for every verdict but ok
 ERROR = "error"         # a run the summary could not read (listed, never hidden)
 # Worst first: the verdict filter's cycle and the verdict sort.
 VERDICT_ORDER = (V_STARTUP_FAILED, V_NO_AGENT_RAN, V_COLLECTION_ABORTED, V_INCOMPLETE, V_SOME_NEVER_RAN,
-                 V_SOME_FAILED, V_UNREADABLE, ERROR, V_STARTING, V_COLLECTING, V_OK)
+                 V_SOME_FAILED, V_UNREADABLE, ERROR, V_QUEUED, V_STARTING, V_COLLECTING, V_OK)
 
 
 def started(ts: Optional[float]) -> str:

@@ -28,7 +28,7 @@ from textual.worker import get_current_worker
 
 from ..core.model import (
     V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
+    V_QUEUED, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
 )
 from ..core.sanitize import clean
 from ..tui.typeahead import closed_early
@@ -39,7 +39,8 @@ from .runs import list_runs
 
 VERDICT_STYLE = {V_OK: "green", V_SOME_NEVER_RAN: "bold magenta", V_NO_AGENT_RAN: "bold red",
                  V_COLLECTION_ABORTED: "bold red", V_STARTUP_FAILED: "bold red", V_INCOMPLETE: "yellow",
-                 V_SOME_FAILED: "yellow", V_UNREADABLE: "red", ERROR: "red", V_STARTING: "cyan", V_COLLECTING: "cyan"}
+                 V_SOME_FAILED: "yellow", V_UNREADABLE: "red", ERROR: "red", V_QUEUED: "cyan", V_STARTING: "cyan",
+                 V_COLLECTING: "cyan"}
 SORTS = tuple(k for k, _ in COLUMNS)
 # Seconds between batches of runs handed to the UI while scanning: the first run at once and the
 # next batch soon (the screen fills), the rest seldom (each batch redraws every visible row: a

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from msgspec import Struct
+
+if TYPE_CHECKING:
+    from .cluster.model import Conclusion, Job
 
 # Server states, in the order a healthy server passes through them.
 PENDING, INSTALLING, STARTING, READY, EXITED, FAILED = (
@@ -23,13 +26,15 @@ V_STARTING, V_COLLECTING, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN 
 V_COLLECTION_ABORTED, V_STARTUP_FAILED, V_INCOMPLETE = (
     "collection_aborted", "startup_failed", "incomplete")
 V_UNREADABLE = "unreadable"     # the run's rows could not be read: what its trials did is unknown
-VERDICTS = (V_STARTING, V_COLLECTING, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN,
+V_QUEUED = "queued"             # a submitted run's Slurm job waits in the queue: nothing of it runs yet
+VERDICTS = (V_QUEUED, V_STARTING, V_COLLECTING, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN,
             V_COLLECTION_ABORTED, V_STARTUP_FAILED, V_INCOMPLETE, V_UNREADABLE)
 
 # Server kinds (Gym's server types: resources_servers, responses_api_agents, responses_api_models,
-# and from 0.7 environment_servers, which receive the collector's /run).
-K_RESOURCES, K_AGENT, K_MODEL, K_ENVIRONMENT, K_UNKNOWN = (
-    "resources", "agent", "model", "environment", "unknown")
+# and from 0.7 environment_servers, which receive the collector's /run), and a submitted run's
+# service steps (`# service:` in its job.sh: vLLM and the like, started by the job before Gym).
+K_RESOURCES, K_AGENT, K_MODEL, K_ENVIRONMENT, K_UNKNOWN, K_SERVICE = (
+    "resources", "agent", "model", "environment", "unknown", "service")
 
 # Gym's own per-rollout health verdicts (rollout_verdicts.jsonl, Gym 0.6+).
 H_HEALTHY, H_UNHEALTHY, H_UNOBSERVED = "healthy", "unhealthy", "unobserved"
@@ -82,7 +87,7 @@ class Retrying:
 @dataclass(slots=True)
 class Server:
     name: str
-    kind: str = K_UNKNOWN            # resources / agent / model / environment / unknown
+    kind: str = K_UNKNOWN            # resources / agent / model / environment / unknown / service
     state: str = PENDING
     phase: str = ""                  # human words: "installing venv: 161 packages", ...
     first_seen: Optional[float] = None
@@ -353,7 +358,7 @@ class Activity:
 @dataclass(slots=True)
 class RunState:
     root: str
-    kind: str = "gym_dir"                        # gym_dir / launched / evaluator_bundle
+    kind: str = "gym_dir"                        # gym_dir / launched / evaluator_bundle / slurm_job
     servers: dict[str, Server] = field(default_factory=dict)
     trials: dict[TrialKey, Trial] = field(default_factory=dict)
     parent: Parent = field(default_factory=Parent)
@@ -377,6 +382,10 @@ class RunState:
     reading: bool = False                         # files not yet read to their end (a budgeted poll)
     first_stamp: Optional[float] = None           # earliest / latest timestamp a read log line starts
     last_stamp: Optional[float] = None            # with (epoch; core/stamps.py says how they are read)
+    # a submitted run (kind slurm_job): its benchmark's Slurm job, as its files and Slurm tell it
+    # (core/cluster/job.py), and the job in one phase and line (core/cluster/conclusion.py)
+    job: Optional["Job"] = None
+    job_conclusion: Optional["Conclusion"] = None
 
 
 # --- predicates over the state: what settle (core/reducer/settle.py) and the verdict (core/verdict.py) both

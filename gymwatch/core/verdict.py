@@ -10,9 +10,15 @@ from typing import Optional, Sequence
 
 from . import attribution
 from . import gymlines as gl
+from .cluster.conclusion import deciding_link
+from .cluster.model import (
+    P_ENDED, P_NOT_SUBMITTED, P_QUEUED, P_RUNNING, SV_DIED, SV_NEVER_HEALTHY, Conclusion, Link, ServiceStep,
+)
+from .cluster.words import ENDED_STATES, ended_words, state_words
+from .cluster.words import reason as pending_reason
 from .model import (
-    FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Unreadable,
+    FAILED, K_SERVICE, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
+    V_QUEUED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Unreadable,
     collector_ended, exited_with_run, parent_ended, parent_gave_up,
 )
 
@@ -63,6 +69,8 @@ def verdict(state: RunState) -> Verdict:
     """The run's verdict; its related lines each once, none the evidence itself (by file and line:
     the same line can be reached as two Evidence objects)."""
     v = _verdict(state)
+    if state.job is not None and state.job_conclusion is not None and v.name != V_UNREADABLE:
+        v = _job_verdict(state, v)
     cut = attribution.cut_row(state) if v.name in (V_INCOMPLETE, V_COLLECTION_ABORTED) else None
     v.related = _related([*v.related, cut], v.evidence)
     unread = [u for u in state.unreadable.values() if not u.rows]
@@ -451,3 +459,146 @@ def _incomplete(state: RunState) -> Verdict:
         related = _related([evidence, *related])
         evidence = trouble[1].last
     return Verdict(V_INCOMPLETE, why, evidence, related, EXIT_TRIALS)
+
+
+# --- a submitted run: what its Slurm job decides where Gym's own lines cannot ---------------------
+FINISHED = (V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN)     # the collection's own end
+
+
+def _job_verdict(state: RunState, base: Verdict) -> Verdict:
+    """The run's verdict with its job's in mind (core/cluster/conclusion.py): queued while it waits;
+    startup_failed when Slurm will never start it, sbatch refused it or a service step died (or
+    never became healthy) before Gym ran; incomplete when the job ended (its time limit, cancelled,
+    failed, out of memory, a node lost) before the collection did and Gym said nothing of its own.
+    The job's normal end is never a failure; a resume chain is one run (its last link decides)."""
+    job, c = state.job, state.job_conclusion
+    assert job is not None and c is not None
+    inferred = " (Slurm state inferred from files)" if c.inferred and job.links else ""
+    if c.phase == P_NOT_SUBMITTED:
+        return Verdict(V_STARTUP_FAILED, f"sbatch refused the job: {job.sbatch_error}", job.refused_at, [], EXIT_RUN)
+    if not job.links:
+        return _noted(base, c.headline)
+    link = deciding_link(job)
+    if c.phase == P_QUEUED and c.never_starts:
+        why = pending_reason(link.reason)
+        return Verdict(V_STARTUP_FAILED, f"Slurm will never start job {link.job_id}: {why.words} ({link.reason})"
+                       f"{inferred}", None, [], EXIT_RUN)
+    if c.phase == P_QUEUED:
+        return Verdict(V_QUEUED, _queued_words(state, job.links, link, c) + inferred, None, [], EXIT_OK)
+    dead = _dead_service(job.links, link)
+    if dead is not None and base.name not in FINISHED:
+        return _service_failed(state, dead[0], dead[1], c, inferred)
+    if c.phase == P_RUNNING:
+        if base.name in (V_STARTING, V_COLLECTING):
+            base.reason += f"; job {link.job_id} {c.headline}{inferred}"
+        return base
+    if c.phase != P_ENDED:
+        return _noted(base, c.headline + inferred)
+    return _ended_job(state, base, link, c, inferred)
+
+
+def _ended_job(state: RunState, base: Verdict, link: Link, c: Conclusion, inferred: str) -> Verdict:
+    """The chain's last link ended: how, against what Gym's own lines say."""
+    finished = base.name in FINISHED
+    if link.state == "COMPLETED" and not c.failed:
+        return base                                     # the job's normal end
+    if finished:
+        return _noted(base, f"then job {link.job_id} {c.headline}{inferred}")
+    if _gym_said_why(state, base, link):               # Gym's own abort: its words first
+        return _noted(base, f"job {link.job_id} {c.headline}{inferred}")
+    written = _written(state, none=link.started)
+    evidence = c.evidence[0] if c.evidence else None
+    if link.state == "TIMEOUT":
+        limit = link.time_limit or (state.job.time_limit if state.job else None)
+        why = f"the job hit its {_limit_words(limit)} time limit (job {link.job_id}){': ' if written else ''}{written}"
+    elif link.state == "CANCELLED":
+        when = " before it started" if not link.started else ""
+        why = f"job {link.job_id} was cancelled{when}{': ' + written if written else ''}"
+    else:
+        why = f"job {link.job_id} {c.headline}{'; ' + written if written else ''}"
+    related = [e for e in c.evidence[1:]] + [x for x in (base.evidence,) if x is not None]
+    return Verdict(V_INCOMPLETE, why + inferred, evidence, related, EXIT_TRIALS)
+
+
+def _noted(v: Verdict, note: str) -> Verdict:
+    v.reason += f"; {note}"
+    return v
+
+
+def _gym_said_why(state: RunState, base: Verdict, link: Link) -> bool:
+    """Gym's own lines say why the run stopped: an abort of its own (a traceback, a server's
+    death, its spin-up limit), or it was interrupted (Ctrl-C, SIGINT: gymwatch stop) in a job that
+    then failed. Not Gym's stop when Slurm ended the job (its time limit, a cancel): Slurm's
+    signal is what Gym stopped on."""
+    p = state.parent
+    if base.name in (V_COLLECTION_ABORTED, V_NO_AGENT_RAN):
+        return True
+    if base.name == V_STARTUP_FAILED:        # not merely ended before every server was ready
+        return any(s.state == FAILED and s.kind != K_SERVICE for s in state.servers.values()) or any(
+            e is not None for e in (p.died, p.timeout, p.traceback, p.error, p.head_failed, p.endpoints.gave_up))
+    return base.name == V_INCOMPLETE and link.state == "FAILED" and (
+        state.collector.interrupted or p.interrupt is not None or p.stopping is not None)
+
+
+def _dead_service(links: list[Link], link: Link) -> Optional[tuple[Link, ServiceStep]]:
+    """(link, service) of a service step that died during startup or never became healthy, in the
+    deciding link or the one it speaks for (a chain stopped in a prologue)."""
+    before = [ln for ln in links[:links.index(link)] if ln.started and not ln.prologue_only]
+    for ln in (link, *([before[-1]] if link.prologue_only and before else [])):
+        svc = next((s for s in ln.services if s.state in (SV_DIED, SV_NEVER_HEALTHY)), None)
+        if svc is not None:
+            return ln, svc
+    return None
+
+
+def _service_failed(state: RunState, link: Link, svc: ServiceStep, c: Conclusion, inferred: str) -> Verdict:
+    cause = svc.cause if svc.cause is not None else svc.evidence
+    words = f"service {svc.name} (job {link.job_id}) {svc.detail}"
+    if svc.cause is not None and svc.cause != svc.evidence and svc.cause.text.strip():
+        words += f": {svc.cause.text.strip()}"
+    decider = deciding_link(state.job) if state.job else link
+    if decider is not link and decider.action:
+        words += f"; then {decider.action}"
+    written = _written(state)
+    if written:
+        words += f"; {written} by earlier links"
+    related = [e for e in (svc.evidence, *c.evidence) if e is not None]
+    return Verdict(V_STARTUP_FAILED, words + inferred, cause, _related(related, cause), EXIT_RUN)
+
+
+def _queued_words(state: RunState, links: list[Link], link: Link, c: Conclusion) -> str:
+    words = f"job {link.job_id} {c.headline}" if link.state else c.headline
+    before = links[links.index(link) - 1] if links.index(link) else None
+    if before is not None and before.state:
+        words += f"; it resumes job {before.job_id}, which {_ended_words(before)}"
+    written = _written(state)
+    return words + (f"; {written} so far" if written else "")
+
+
+def _ended_words(link: Link) -> str:
+    return ended_words(link.state, link.exit_code, link.signal) if link.state in ENDED_STATES \
+        else state_words(link.state)
+
+
+def _written(state: RunState, none: bool = False) -> str:
+    """`6 of 10 trials written` ('' when none was, unless `none`: then it says so)."""
+    c = counts(state)
+    records = c[T_COMPLETED] + c[T_FAILED] + c[T_NEVER_RAN]
+    if records:
+        return f"{records} of {_total(state)} trials written"
+    if not none:
+        return ""
+    return f"none of {state.expected_total} trials written" if state.expected_total else "no trial written"
+
+
+def _limit_words(seconds: Optional[int]) -> str:
+    """A time limit in words: `45 min`, `2 h 30 min`, `90s`."""
+    if not seconds:
+        return "?"
+    h, rest = divmod(int(seconds), 3600)
+    m, s = divmod(rest, 60)
+    if not h and not m:
+        return f"{s}s"
+    if not h:
+        return f"{m} min" + (f" {s}s" if s else "")
+    return f"{h} h" + (f" {m} min" if m else "")

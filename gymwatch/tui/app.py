@@ -21,7 +21,7 @@ from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
 from ..core.layout import discover
-from ..core.model import FAILED, V_COLLECTING, V_STARTING
+from ..core.model import FAILED, V_COLLECTING, V_QUEUED, V_STARTING
 from ..core.reducer import Changes
 from ..core.verdict import verdict
 from . import head as headprobe
@@ -192,7 +192,7 @@ class GymwatchApp(EvidenceNav, ResponsiveLayout, App):
         """A live run that turns bad says so once (the summary line stays)."""
         name = v.name if v is not None else None
         before, self._last_verdict = self._last_verdict, name
-        if before in (V_STARTING, V_COLLECTING) and name != before and v.exit_code:
+        if before in (V_QUEUED, V_STARTING, V_COLLECTING) and name != before and v.exit_code:
             self.notify(f"{name.replace('_', ' ')}: press ! to see the evidence", severity="error",
                         timeout=8, markup=False)
 

@@ -10,9 +10,9 @@ from rich.text import Text
 from ..core import gymlines
 from ..core.model import (
     EXITED, FAILED, H_HEALTHY, H_UNHEALTHY, H_UNOBSERVED, INSTALLING, K_AGENT, K_ENVIRONMENT, K_MODEL,
-    K_RESOURCES, K_UNKNOWN, PENDING, READY, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING,
+    K_RESOURCES, K_SERVICE, K_UNKNOWN, PENDING, READY, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING,
     V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
+    V_QUEUED, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
 )
 from ..core.sanitize import clean
 
@@ -24,7 +24,8 @@ STATE_LOOK = {   # server state -> (symbol, style)
     EXITED: ("■", "grey62"),
     FAILED: ("✗", "bold red"),
 }
-KIND_LABEL = {K_RESOURCES: "res", K_AGENT: "agent", K_MODEL: "model", K_ENVIRONMENT: "env", K_UNKNOWN: ""}
+KIND_LABEL = {K_RESOURCES: "res", K_AGENT: "agent", K_MODEL: "model", K_ENVIRONMENT: "env", K_UNKNOWN: "",
+              K_SERVICE: "svc"}
 STATUS_LOOK = {  # trial status -> (label, style of the status cell, style of the whole row)
     T_COMPLETED: ("✓ completed", "green", ""),
     T_FAILED: ("✗ failed", "bold red", "red"),
@@ -38,6 +39,7 @@ GYM_HEALTH_LOOK = {  # Gym's own rollout verdict -> (label, style)
     H_UNOBSERVED: ("unobs.", "dim"),
 }
 VERDICT_LOOK = {
+    V_QUEUED: ("◌ QUEUED", "bold yellow"),
     V_STARTING: ("◐ STARTING", "bold yellow"),
     V_COLLECTING: ("▶ COLLECTING", "bold cyan"),
     V_OK: ("✓ OK", "bold green"),

@@ -22,12 +22,12 @@ from typing import Callable, Optional
 
 from ..core.model import (
     FAILED, T_NEVER_RAN, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, RunState,
+    V_QUEUED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, RunState,
 )
 from ..core.sanitize import clean
 from ..core.verdict import Verdict
 
-LIVE = (V_STARTING, V_COLLECTING)
+LIVE = (V_QUEUED, V_STARTING, V_COLLECTING)
 FINAL = (V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN, V_INCOMPLETE)
 TEXT_MAX = 180                 # characters of a desktop notification's body
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
+from ..model import Evidence
+
 MANIFEST = "gym-job.json"
 JOB_SCRIPT = "job.sh"
 SCHEMA_VERSION = 1
@@ -260,3 +262,23 @@ def job_id_key(job_id: str) -> tuple[int, str]:
 
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
+
+
+def refusal_line(sub: Submission, bench: Benchmark) -> Optional[Evidence]:
+    """The line of the record that holds sbatch's refusal of `bench` (its `"error"`), as evidence:
+    the file named relative to the submission dir. None when it was not refused or cannot be read."""
+    if not bench.sbatch_error or sub.record is None:
+        return None
+    try:
+        lines = sub.record.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    quoted = json.dumps(bench.sbatch_error)
+    try:
+        name = str(sub.record.relative_to(sub.root)) if sub.root is not None else str(sub.record)
+    except ValueError:
+        name = str(sub.record)
+    for n, line in enumerate(lines, 1):
+        if '"error"' in line and quoted in line:
+            return Evidence(name, n, line.strip())
+    return Evidence(name, 0, bench.sbatch_error, note="sbatch's refusal, in the record")

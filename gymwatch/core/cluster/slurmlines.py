@@ -15,7 +15,7 @@ from typing import Optional
 from ..model import Evidence
 from .facts import Fact, OutOfMemory, SlurmError, SlurmKill, StepAborted, TaskEnded
 
-_KEYS = ("srun", "slurmstepd", "***", "oom")
+KEYS = ("srun", "slurmstepd", "***", "oom")     # every line slurm_fact reads holds one of these
 _KILL_RE = re.compile(
     r"\*\*\* (JOB|STEP) (\S+)(?: ON (\S+))? "
     r"(?:(CANCELLED) AT (\S+)(?: DUE TO ([^*]+?))?|(FAILED) \(.*?\)|UNCORRECTABLE (MEMORY ERROR) AT (\S+)) \*\*\*")
@@ -30,7 +30,7 @@ def slurm_fact(job_id: str, ev: Evidence, origin: str = "") -> Optional[Fact]:
     """The fact in one of Slurm's lines, None when the line is not Slurm's. `origin`: the step
     whose log holds the line ("" for the batch log)."""
     text = ev.text
-    if not any(k in text for k in _KEYS):
+    if not any(k in text for k in KEYS):
         return None
     if (m := _KILL_RE.search(text)) is not None:
         outcome = m.group(4) or m.group(7) or m.group(8) or ""

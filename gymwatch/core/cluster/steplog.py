@@ -17,13 +17,17 @@ from typing import Optional
 from ..markers import find_marker
 from ..model import Evidence
 from .facts import CollectionFinished, Fact, Listening, OutOfMemory, ResumedRows, StepErrorLine
-from .slurmlines import slurm_fact
+from .slurmlines import KEYS, slurm_fact
 
 DRIVER = "driver"
 _LISTEN_RE = re.compile(r"(?:Uvicorn running on|Starting vLLM API server(?: \d+)? on|listening on) (https?://\S+)")
 _OWN_OOM_RE = re.compile(r"\b(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b|CUDA out of memory|^MemoryError\b")
 _ROWS_DONE_RE = re.compile(r"^- (\d+) rows already done \(in main jsonl\)")
 _FRESH = ("Clearing output fpath since", "Skipping resume_from_cache because output_fpath")
+_FINISHED = "Finished rollout collection!"
+# Every line of a driver's log that gives a fact holds one of these (its Gym lines: Gym's whole
+# output, read by the run reducer, gives none): a block of lines without any gives none.
+DRIVER_WORDS = tuple(w.encode() for w in (*KEYS, _FINISHED, "rows already done", *_FRESH))
 
 
 def facts(job_id: str, step: str, ev: Evidence) -> tuple[Fact, ...]:
@@ -46,10 +50,15 @@ def _service_fact(job_id: str, step: str, ev: Evidence) -> Optional[Fact]:
 
 def _driver_fact(job_id: str, ev: Evidence) -> Optional[Fact]:
     text = ev.text
-    if text.startswith("Finished rollout collection!"):
+    if text.startswith(_FINISHED):
         return CollectionFinished(job_id, ev, step=DRIVER)
     if text.startswith("- ") and (m := _ROWS_DONE_RE.match(text)) is not None:
         return ResumedRows(job_id, ev, step=DRIVER, rows_done=int(m.group(1)))
     if text.startswith(_FRESH):
         return ResumedRows(job_id, ev, step=DRIVER, rows_done=0)
     return None
+
+
+def may_hold_facts(step: str, block: bytes) -> bool:
+    """Whether a block of step `step`'s log lines can give a fact (False: skip it whole)."""
+    return step != DRIVER or any(w in block for w in DRIVER_WORDS)

@@ -7,6 +7,7 @@ the part of this package that owns its source:
   streams.py   Gym's captured output: `gym env start`'s and `gym eval run`'s own lines
   rows.py      rollouts, failures sidecar, materialized inputs, Gym's health files
   facts.py     configs, notes, processes, file activity, head-server probes
+  jobs.py      a submitted run's Slurm job: its own files' lines and Slurm's answers
   settle.py    what the whole state means, after every poll
   writer.py    the state, `Changes`, and the writes those parts share
 
@@ -16,11 +17,17 @@ screen both read the state this builds, so they cannot disagree.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from datetime import datetime
+from typing import Callable, Optional, Sequence
 
 from .. import records
+from ..cluster.files import JobFile
+from ..cluster.jobscript import JobScript
+from ..cluster.record import Benchmark
+from ..cluster.slurmcli import SlurmPoll
 from ..model import Evidence, RunInfo, RunState, Server
 from .facts import Facts
+from .jobs import JobLines
 from .rows import Rows
 from .servers import ServerLines
 from .settle import Settle
@@ -37,6 +44,7 @@ class Reducer:
         self._streams = StreamLines(self.w, self._servers)
         self._rows = Rows(self.w)
         self._facts = Facts(self.w)
+        self._jobs = JobLines(self.w)
         self._settle = Settle(self.w)
 
     @property
@@ -153,6 +161,30 @@ class Reducer:
     def aggregate_done(self) -> None:
         self._rows.aggregate_done()
 
+    # --- a submitted run's Slurm job ----------------------------------------------------------
+    def job_known(self, bench: Benchmark, script: Optional[JobScript], files: Sequence[JobFile],
+                  refused_at: Optional[Evidence] = None) -> None:
+        """The run is one benchmark of a submission: its job.sh read, its job's files as listed
+        now (again as the chain's links appear), the record's line of sbatch's refusal if any."""
+        self._jobs.known(bench, script, files, refused_at)
+
+    def job_line(self, file: JobFile, lineno: int, text: str) -> None:
+        """A line of one of the job's own files (its batch log, a step's log, the chain file)."""
+        self._jobs.line(file, lineno, text)
+
+    def job_block(self, file: JobFile, first: int, block: bytes) -> None:
+        """Lines `first`.. of one of the job's own files (whole lines, each ending with a newline):
+        as if each went to `job_line`."""
+        self._jobs.block(file, first, block)
+
+    def slurm_answer(self, poll: SlurmPoll, asked_at: Optional[datetime] = None) -> None:
+        """What Slurm said of the submission's jobs (`asked_at`: when, local time, as Slurm's times)."""
+        self._jobs.answer(poll, asked_at)
+
+    def job_ids(self) -> set[str]:
+        """The Slurm jobs of the run's chain its files name so far."""
+        return self._jobs.job_ids()
+
     # --- what the session learns beside the files' lines -----------------------------------
     def run_info(self, info: RunInfo) -> None:
         self._facts.run_info(info)
@@ -189,6 +221,7 @@ class Reducer:
 
     # --- what the whole state means ---------------------------------------------------------
     def settle(self, now: Optional[float] = None) -> None:
+        self._jobs.settle()
         self._settle.settle(now)
 
     def carry_times(self, old: RunState) -> None:

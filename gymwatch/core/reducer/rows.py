@@ -18,6 +18,7 @@ class Rows(Part):
     def rollouts(self, file: str, first: int, rows: list[Row]) -> None:
         """Rows `first`.. of a rollouts file: each decides its trial's status, unless a later
         attempt already did (core/attempts.py)."""
+        self.w.rollout_lines = max(self.w.rollout_lines, first + len(rows) - 1)
         self._trial_rows(file, first, rows, SRC_ROW)
 
     def failures(self, file: str, first: int, rows: list[Row]) -> None:

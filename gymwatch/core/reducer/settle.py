@@ -8,7 +8,7 @@ from typing import Optional
 
 from .. import gymlines as gl
 from ..model import (
-    EXITED, FAILED, K_RESOURCES, K_UNKNOWN, READY, T_MISSING, T_PENDING, Evidence, RunState, Server, TrialKey,
+    EXITED, FAILED, K_RESOURCES, K_SERVICE, K_UNKNOWN, READY, T_MISSING, T_PENDING, Evidence, RunState, Server, TrialKey,
     collector_ended, exited_with_run, parent_gave_up,
 )
 from ..servers import fail, hold, lift, set_state
@@ -34,6 +34,7 @@ class Settle(Part):
         before = {name: (s.state, s.phase, s.kind, s.state_since) for name, s in st.servers.items()}
         for name, s in st.servers.items():
             lift(s, self.trackers[name])
+        gyms = [s for s in st.servers.values() if s.kind != K_SERVICE]   # a job's service steps are the job's (jobs.py)
         env = st.servers.get(st.info.environment)
         if env is not None and env.kind == K_UNKNOWN:
             env.kind = K_RESOURCES
@@ -44,11 +45,11 @@ class Settle(Part):
             else:
                 self._conclude(s, now, f"Gym: {p.died.text.strip() if p.died else 'process died'}", told=p.died)
         if p.timeout is not None:
-            for s in st.servers.values():
+            for s in gyms:
                 if not s.became_ready and s.state != FAILED:
                     self._conclude(s, now, timed_out_reason(st, s), timed_out=True)
         if parent_gave_up(st):
-            for s in st.servers.values():
+            for s in gyms:
                 # Output ending at the install step is a death of its own (the 0.4-0.6 pipefail bug)
                 # unless Gym stopped its servers, or was stopped itself: then that is where it was.
                 if not (s.became_ready or s.state == FAILED) and (
@@ -61,7 +62,7 @@ class Settle(Part):
                     else:   # no death of its own: its process may still run, with nothing waiting for it
                         self._conclude(s, now, phase=LEFT_STARTING)
         if p.finished is not None:
-            for s in st.servers.values():
+            for s in gyms:
                 if s.state == READY:
                     self._conclude(s, now, phase="stopped by Gym", state=EXITED)
         for name, s in st.servers.items():

@@ -14,7 +14,7 @@ from ..fast import scan
 from ..layout import BOTH, EVAL, VALIDATE
 from ..markers import is_error_line
 from ..model import (
-    K_UNKNOWN, PENDING, INSTALLING, READY, STARTING, SRC_LINE, T_FAILED, Attempt, Evidence, HealthTotals, Server,
+    K_SERVICE, K_UNKNOWN, PENDING, INSTALLING, READY, STARTING, SRC_LINE, T_FAILED, Attempt, Evidence, HealthTotals, Server,
 )
 from ..servers import lock_phase, same_venv, set_state
 from ..stamps import STAMP_START
@@ -270,6 +270,8 @@ class StreamLines(Part):
         self.changes.run = True
 
     def _gym_says_ready(self, s: Server) -> None:
+        if s.kind == K_SERVICE:       # a job's service step: not one of Gym's servers
+            return
         s.reported_ready_by_gym = True
         if s.state in (PENDING, INSTALLING, STARTING):     # not one its own lines ended since
             set_state(s, READY, self.w.clock(), "ready")

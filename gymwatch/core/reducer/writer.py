@@ -47,6 +47,7 @@ class Writer:
         self.trackers: dict[str, ServerTracker] = {}     # per server: what its lines left open
         self.health_file_totals = False     # Gym's totals read from quality_summary.json: they outrank its line
         self.bad_rows: dict[str, int] = {}  # per rows file, its last line that was no row
+        self.rollout_lines = 0              # lines of the rollouts file read (a submitted run's links wrote them)
 
     def now(self) -> Optional[float]:
         """When a line is seen (None: a line already there when the run was first read)."""
