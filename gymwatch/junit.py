@@ -146,16 +146,30 @@ def _duration(state: RunState) -> float:
 
 def iter_junit(state: RunState, v: Optional[Verdict] = None, hostname: Optional[str] = None) -> Iterator[str]:
     """The JUnit XML document in pieces (one testcase a piece)."""
-    v = v or verdict(state)
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n'
+    yield from _testsuite(state, v or verdict(state), 0, hostname)
+    yield "</testsuites>\n"
+
+
+def iter_junit_suites(benchmarks: list[tuple[str, RunState, Verdict]], hostname: Optional[str] = None
+                      ) -> Iterator[str]:
+    """A submission's benchmarks as one JUnit document: a testsuite each, named after it."""
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n'
+    for n, (name, state, v) in enumerate(benchmarks):
+        yield from _testsuite(state, v, n, hostname, name)
+    yield "</testsuites>\n"
+
+
+def _testsuite(state: RunState, v: Verdict, suite_id: int, hostname: Optional[str],
+               name: str = "") -> Iterator[str]:
     trials = sorted_trials(state)
     run_err = run_error(state, v)
     failures = sum(1 for t in trials if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING))
     errors = sum(1 for t in trials if t.status == T_PENDING) + (1 if run_err else 0)
     tests = len(trials) + (1 if run_err else 0)
-    name = " ".join(clean(os.path.basename(os.path.normpath(state.root)) or state.root).split()) or "gym run"
+    name = " ".join(clean(name or os.path.basename(os.path.normpath(state.root)) or state.root).split()) or "gym run"
     host = hostname or socket.gethostname() or "localhost"
-    yield '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n'
-    yield (f'  <testsuite{_attrs(name=name, package=classname(state), id=0, timestamp=_timestamp(state), hostname=host, tests=tests, failures=failures, errors=errors, time=_duration(state))}>\n')
+    yield (f'  <testsuite{_attrs(name=name, package=classname(state), id=suite_id, timestamp=_timestamp(state), hostname=host, tests=tests, failures=failures, errors=errors, time=_duration(state))}>\n')
     yield "    <properties>\n"
     c = counts(state)
     mr = mean_reward(state)
@@ -164,6 +178,7 @@ def iter_junit(state: RunState, v: Optional[Verdict] = None, hostname: Optional[
              ("environment", state.info.environment), ("agent", state.info.agent), ("model", state.info.model),
              ("mean_reward", "" if mr is None else f"{mr:.6g}")]
     props += [(f"trials.{k}", str(n)) for k, n in c.items()]
+    props += _job_properties(state)
     for key, value in props:
         if value:
             yield f"      <property{_attrs(name=key, value=value)}/>\n"
@@ -184,7 +199,17 @@ def iter_junit(state: RunState, v: Optional[Verdict] = None, hostname: Optional[
     yield f"    <system-out>{xml_text(to_text(state, v))}</system-out>\n"
     err = f"{HEADLINES.get(v.name, v.name)}: {v.reason}" + (f" ({_where(v.evidence)})" if v.evidence else "")
     yield f"    <system-err>{xml_text(err) if v.exit_code else ''}</system-err>\n"
-    yield "  </testsuite>\n</testsuites>\n"
+    yield "  </testsuite>\n"
+
+
+def _job_properties(state: RunState) -> list[tuple[str, str]]:
+    """A submitted run's Slurm job: its benchmark, its state in one line, each link's id and state."""
+    job, c = state.job, state.job_conclusion
+    if job is None or c is None:
+        return []
+    props = [("slurm.benchmark", job.benchmark), ("slurm.job", c.headline), ("slurm.job_id", c.job_id),
+             ("slurm.inferred_from_files", "true" if c.inferred else "")]
+    return props + [(f"slurm.link.{n}", f"{ln.job_id} {ln.state or '?'}") for n, ln in enumerate(job.links, 1)]
 
 
 def to_junit(state: RunState, v: Optional[Verdict] = None, hostname: Optional[str] = None) -> str:

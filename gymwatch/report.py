@@ -8,12 +8,14 @@ from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
 from .core import attempts, attribution, gymversion, health, rerun
+from .jobreport import job_json, job_lines, job_markdown
 from .core.model import (
     EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_QUEUED, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
     EndpointWait,
     Evidence, GymHealth, Retrying, RunState, Server, Trial,
 )
+from .core.cluster.record import Submission
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
 
@@ -147,6 +149,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
         "notes": notes(state),
         "unreadable": [{"file": u.file, "reason": u.reason, "rows": u.rows} for u in state.unreadable.values()],
         "rerun": rerun.summary_json(rerun.plan(state), retry_input),
+        "job": job_json(state),
     }
 
 
@@ -201,6 +204,8 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
         out.append(f"  also {_line(e)}")
     for note in notes(state):
         out.append(f"  note: {clean(note)}")
+    job = job_lines(state)
+    out.extend(["", *job] if job else [])
     out.append("")
     out.extend(_servers_text(state))
     out.append("")
@@ -297,13 +302,18 @@ def failure_words(t: Trial) -> str:
     return f" ({words})" if words else ""
 
 
-def to_markdown(state: RunState, v: Optional[Verdict] = None) -> str:
+def to_markdown(state: RunState, v: Optional[Verdict] = None, title: str = "# gymwatch report") -> str:
+    """`title`: the heading the verdict's headline follows (a submission's benchmark: `## mcqa`)."""
     v = v or verdict(state)
-    md = [f"# gymwatch report: {HEADLINES.get(v.name, v.name)}", "", f"**{_md(v.reason)}**", ""]
+    md = [f"{title}: {HEADLINES.get(v.name, v.name)}", "", f"**{_md(v.reason)}**", ""]
     if v.evidence:
         md.append(f"- evidence: `{v.evidence.where()}` {_md(_cut(said(v.evidence), 160))}".rstrip())
     for e in v.related[:6]:
         md.append(f"- related: `{e.where()}` {_md(_cut(said(e), 160))}".rstrip())
+    job = job_markdown(state)
+    if job:
+        md += [*([""] if md[-1] else []),
+               *(("#" + line) if title.startswith("##") and line.startswith("#") else line for line in job)]
     md += ["", "| server | kind | state | port | errors | evidence |", "|---|---|---|---|---|---|"]
     for s in state.servers.values():
         ev = s.failure or s.ready_evidence
@@ -405,6 +415,94 @@ class _PlainTrials:
             "null" if inp is None else inp, "null" if out is None else out,
             strs.get(agent) or _encoded(strs, agent), strs.get(file) or _encoded(strs, file), ev.line,
             strs.get(text) or _encoded(strs, text))
+
+
+# --- a submission (`gym eval submit`): one report per benchmark, and a verdict for the whole ------
+LIVE = (V_QUEUED, V_STARTING, V_COLLECTING)
+Benchmark = tuple[str, RunState, Verdict]      # (benchmark name, its run's state, its verdict)
+
+
+def whole(benchmarks: list[Benchmark]) -> tuple[str, Verdict]:
+    """The submission's verdict and the benchmark it comes from: the worst by exit code; among
+    those that exit 0, one still queued, starting or collecting before one done."""
+    name, _, v = max(benchmarks, key=lambda b: (b[2].exit_code, b[2].name in LIVE))
+    if len(benchmarks) == 1:
+        return name, v
+    return name, Verdict(v.name, f"{name}: {v.reason}", v.evidence, list(v.related), v.exit_code)
+
+
+def submission_info(sub: Submission) -> dict[str, Any]:
+    return {"gym_job_id": sub.gym_job_id, "gym_version": sub.version or None, "submitted_at": sub.submitted_at or None,
+            "submitted_by": sub.submitted_by or None, "cluster": sub.cluster or None, "hostname": sub.hostname,
+            "run_dir": sub.run_dir or None, "root": str(sub.root) if sub.root else None,
+            "benchmarks": [b.name for b in sub.benchmarks], "notes": list(sub.notes)}
+
+
+def iter_submission_json(sub: Submission, benchmarks: list[Benchmark]) -> Iterator[str]:
+    """The JSON report of a submission: `submission`, the whole's `verdict` (`name`, `reason`,
+    `exit_code`, `benchmark`), `exit_code`, and `benchmarks[]`: each benchmark's report, as
+    `report` gives it for that benchmark alone."""
+    name, v = whole(benchmarks)
+    head = {"gymwatch_version": __version__, "submission": submission_info(sub),
+            "verdict": {"name": v.name, "reason": v.reason, "exit_code": v.exit_code, "benchmark": name},
+            "exit_code": v.exit_code}
+    text = to_json_bytes(head, indent=2).decode()
+    yield text[: text.rindex("}")].rstrip() + ',\n  "benchmarks": [\n'
+    for i, (_, state, bv) in enumerate(benchmarks):
+        if i:
+            yield ",\n"
+        for piece in iter_json(state, bv):
+            yield piece.rstrip("\n") if piece.endswith("}\n") else piece
+    yield "\n  ]\n}\n"
+
+
+def submission_text(sub: Submission, benchmarks: list[Benchmark]) -> str:
+    name, v = whole(benchmarks)
+    out = [f"{HEADLINES.get(v.name, v.name.upper())}: {clean(v.reason)}",
+           f"submission: {clean(sub.gym_job_id)}  ({_submitted(sub)})" if _submitted(sub) else
+           f"submission: {clean(sub.gym_job_id)}"]
+    if sub.root is not None:
+        out.append(f"run dir: {sub.root}")
+    width = max(len(b[0]) for b in benchmarks)
+    for bname, _, bv in benchmarks:
+        out.append(f"  {clean(bname):<{width}}  {HEADLINES.get(bv.name, bv.name.upper())}: {clean(bv.reason)}")
+    for note in sub.notes:
+        out.append(f"  note: {clean(note)}")
+    for bname, state, bv in benchmarks:
+        out += ["", f"=== {clean(bname)} ===", to_text(state, bv).rstrip("\n")]
+    return "\n".join(out) + "\n"
+
+
+def submission_markdown(sub: Submission, benchmarks: list[Benchmark]) -> str:
+    _, v = whole(benchmarks)
+    md = [f"# gymwatch report: submission {_md(sub.gym_job_id)}: {HEADLINES.get(v.name, v.name)}", "",
+          f"**{_md(v.reason)}**", ""]
+    if _submitted(sub):
+        md += [_md(_submitted(sub)), ""]
+    md += ["| benchmark | verdict | reason |", "|---|---|---|"]
+    md += [f"| {_md(b)} | {bv.name} | {_md(bv.reason)} |" for b, _, bv in benchmarks]
+    for bname, state, bv in benchmarks:
+        md += ["", to_markdown(state, bv, title=f"## {_md(bname)}").rstrip("\n")]
+    return "\n".join(md) + "\n"
+
+
+def _submitted(sub: Submission) -> str:
+    parts = [f"submitted {sub.submitted_at}" if sub.submitted_at else "",
+             f"by {sub.submitted_by}" if sub.submitted_by else "",
+             f"from {sub.hostname}" if sub.hostname else "",
+             f"to cluster {sub.cluster}" if sub.cluster else ""]
+    words = " ".join(p for p in parts if p)
+    return clean(", ".join(p for p in (words, f"Gym {sub.version}" if sub.version else "") if p))
+
+
+def render_submission(sub: Submission, benchmarks: list[Benchmark], fmt: str) -> tuple[str, int]:
+    """A submission's report in `fmt` (text, json, md) and its exit code: its worst benchmark's."""
+    code = whole(benchmarks)[1].exit_code
+    if fmt == "json":
+        return "".join(iter_submission_json(sub, benchmarks)), code
+    if fmt == "md":
+        return submission_markdown(sub, benchmarks), code
+    return submission_text(sub, benchmarks), code
 
 
 def render(state: RunState, fmt: str) -> tuple[str, int]:
