@@ -150,7 +150,13 @@ class SummarySession(RunSession):
     _wants: Optional[dict] = None
     sweep: Optional[ProcessSweep] = None
 
-    def _refresh_info(self) -> None:
+    follow = False          # a one-shot read of a run just discovered
+
+    @property
+    def _streams(self) -> dict:
+        return {s.path: s for s in self.layout.streams}
+
+    def _read_names(self) -> None:
         if self._info is None:
             self._info = quick_info(self.layout)
         self.reducer.run_info(self._info)
@@ -165,12 +171,6 @@ class SummarySession(RunSession):
         if self._logs is None:
             self._logs = super().server_logs()
         return self._logs
-
-    def run_streams(self) -> list:
-        return self.layout.streams      # a one-shot read: what discovery just found
-
-    def _rediscover(self) -> bool:
-        return False           # a one-shot read of a run just discovered
 
     def _wanted(self, path: Path, offset_key: str) -> bool:
         if self.phase == ALL:

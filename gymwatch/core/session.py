@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import stat
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -19,7 +18,7 @@ import msgspec
 from . import eolcount, fast, procs, records
 from .fast import fork
 from .config import read_info
-from .layout import MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
+from .layout import WAITING, Listings, Refreshed, RunLayout, Stream, discover
 from .model import Evidence, RunState, parent_ended
 from .reducer import Changes, Reducer
 from .tail import Tailer, read_head, read_head_stat
@@ -40,21 +39,18 @@ class RunSession:
     # listings of the run just taken, for a one-shot read of it (the runs browser's summary): its
     # files' sizes and times as they say, the same the summary's cache key was made from
     listed: Optional[Listings] = None
+    follow = True        # the layout follows the run's files (False: a one-shot read of what was just found)
 
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
-                 check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False,
-                 timed: bool = False, helpers: bool = False):
+                 check_processes: bool = True, timed: bool = False, helpers: bool = False):
         self.layout = layout
         self.helpers = helpers              # may fork helpers (core/fast/fork.py): a process doing nothing else
-        self._explicit = explicit_file     # the user named a rollouts file: its layout is fixed
-        self._logs_given = logs_given
         self.clock = clock
         self.check_processes = check_processes
         self._last_proc_check = 0.0
         self._last_shape_check = 0.0
         self._last_rows_look = 0.0
         self._looked_at_end = False   # looked for the rows file once the collector said it finished
-        self._manifest_sig: tuple = ()
         self._caught_up = timed     # timed: reopened on a run already watched, its new lines are new now
         self._deadline: Optional[float] = None
         self.behind: dict[str, tuple[int, int]] = {}    # rel path -> (bytes read, size) left for later
@@ -62,12 +58,10 @@ class RunSession:
 
     def _new_state(self) -> None:
         self.state = RunState(root=str(self.layout.root), kind=self.layout.kind)
-        self._config_sig: Optional[tuple] = None   # None: the configs were never read
         self.reducer = Reducer(self.state, self._line_clock)
-        self._refresh_info()
+        self._read_names()
         self.tailers: dict[Path, Tailer] = {}
         self._rels: dict[Path, str] = {}     # evidence names of the tailed files
-        self._streams: dict[Path, Stream] = {s.path: s for s in self.layout.streams}
 
     def _now(self) -> Optional[float]:
         return self.clock() if self.clock else None
@@ -78,9 +72,10 @@ class RunSession:
         return self._now() if self._caught_up else None
 
     @classmethod
-    def open(cls, path: str, logs: Optional[str] = None, **kw) -> "RunSession":
-        layout = discover(path, logs)
-        return cls(layout, explicit_file=os.path.isfile(path), logs_given=bool(logs), **kw)
+    def open(cls, path: str, logs: Optional[str] = None, wait: bool = False, **kw) -> "RunSession":
+        """A session of the run at `path`. `wait`: a directory that is not a run yet is watched
+        until it is one (its layout's kind is `waiting`, and says why)."""
+        return cls(discover(path, logs, wait=wait), **kw)
 
     # --- reading -------------------------------------------------------------------
     def poll(self, final: bool = False, budget: Optional[float] = None) -> Changes:
@@ -96,11 +91,12 @@ class RunSession:
         reshape = final or now - self._last_shape_check >= SHAPE_CHECK_EVERY
         if reshape:
             self._last_shape_check = now
-        reset = reshape and self._rediscover()
+        seen = self.layout.refresh(whole=reshape) if self.follow else Refreshed()
+        reset = seen.new
         if reset:
             self._new_state()
-        elif reshape:
-            self._refresh_info()
+        elif seen.names:
+            self._read_names()
         if self._poll_files(final) or self._rows_appeared():
             self._new_state()
             self._poll_files(final)
@@ -122,48 +118,28 @@ class RunSession:
     def _rows_appeared(self) -> bool:
         """The collector started (or finished) in what was just read, but the run's rollouts file
         is not known yet: Gym has written it by now, so find it in this poll, not a second later
-        (a finished collection with its rows unread would look like one that recorded nothing)."""
+        (a finished collection with its rows unread would look like one that recorded nothing).
+        True: the run is another now, read it afresh."""
         c = self.state.collector
-        if self.layout.rollouts is not None or not c.started:
+        if self.layout.rollouts is not None or not c.started or not self.follow:
             return False
         now = time.monotonic()
         ended = c.finished or self.state.aggregate_written
         if now - self._last_rows_look < ROWS_LOOK_EVERY and not (ended and not self._looked_at_end):
             return False
         self._last_rows_look, self._looked_at_end = now, ended
-        return self._rediscover()
+        return self.layout.refresh().new
 
-    def _rediscover(self) -> bool:
-        """A live run grows into its final shape (sidecars, logs/, bundle files appear late):
-        when what the path IS changes, adopt the new layout and read it afresh."""
+    def _read_names(self) -> None:
+        """Names and settings from Hydra's configs, the manifest or a bundle (core/config.py)."""
         lay = self.layout
-        if lay.kind == "launched" or self._explicit or not lay.root.is_dir():
-            return False
-        try:
-            fresh = discover(str(lay.root), str(lay.logs_dir) if self._logs_given else None)
-        except NotARun:
-            return False
-        if (fresh.kind, fresh.rollouts, fresh.logs_dir) == (lay.kind, lay.rollouts, lay.logs_dir):
-            return False
-        self.layout = fresh
-        return True
-
-    def _refresh_info(self) -> None:
-        """Re-read names and settings when a Hydra config appeared or changed (live runs)."""
-        lay = self.layout
-        if lay.root.is_dir():
-            lay.hydra_dirs = find_hydra_dirs(lay.root)
-        sig = tuple(_stat_sig(d / ".hydra" / n) for d in lay.hydra_dirs for n in ("config.yaml", "overrides.yaml"))
-        if sig != self._config_sig:
-            self._config_sig = sig
-            self.reducer.run_info(read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest))
+        lay.names_read()
+        self.reducer.run_info(read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest))
 
     def server_logs(self) -> dict[str, Path]:
-        """The run's per-server logs now (a live run's logs/ dir may appear or grow). A logs dir
-        that cannot be listed is said once (not a run without logs)."""
+        """The run's per-server logs now. A logs dir that cannot be listed is said once (not a run
+        without logs)."""
         lay = self.layout
-        if lay.logs_dir is None and lay.kind != "launched" and self._is(lay.root / "logs", stat.S_ISDIR):
-            lay.logs_dir = lay.root / "logs"
         logs = lay.server_logs(self.listed)
         if not logs and lay.logs_dir is not None:
             rel = lay.rel(lay.logs_dir).rstrip("/") + "/"
@@ -173,11 +149,6 @@ class RunSession:
             else:
                 self.reducer.readable(rel)
         return logs
-
-    def run_streams(self) -> list[Stream]:
-        """Gym's captured output found in the run now (a launched run's are in its manifest)."""
-        lay = self.layout
-        return [] if lay.kind == "launched" else run_streams(lay.root, lay.rollouts)
 
     def _poll_files(self, final: bool) -> bool:
         lay = self.layout
@@ -189,9 +160,7 @@ class RunSession:
             reset |= self._read(path, final, lambda f, first, block, name=name:
                                 self.reducer.server_log_block(name, f, first, block),
                                 offset_key=name, blocks=True)
-        for s in self.run_streams():
-            self._streams.setdefault(s.path, s)
-        for stream in list(self._streams.values()):
+        for stream in list(lay.streams):
             reset |= self._read(stream.path, final, lambda f, first, block, role=stream.role:
                                 self.reducer.stream_block(role, f, first, block), blocks=True)
         if lay.rollouts is not None:
@@ -402,7 +371,7 @@ class RunSession:
 
     # --- processes ------------------------------------------------------------------
     def _processes(self) -> None:
-        if not self.check_processes:
+        if not self.check_processes or self.layout.kind == WAITING:
             return
         now = time.monotonic()
         if now - self._last_proc_check < PROCESS_CHECK_EVERY and self._last_proc_check:
@@ -415,7 +384,9 @@ class RunSession:
             return
         lay = self.layout
         if lay.manifest:
-            self._reload_manifest()
+            # the launcher's manifest as it is now (a launched run is never another run: no reset)
+            if self.follow and lay.refresh().names:
+                self._read_names()
             live = procs.from_manifest(lay.manifest)
         else:
             live = procs.scan(procs.needles_for(lay.root, lay.rollouts, lay.logs_dir))
@@ -430,24 +401,6 @@ class RunSession:
         return {s.name: s.pid for s in self.state.servers.values()
                 if s.pid and procs.server_process_alive(s.pid, s.venv)}
 
-    def _reload_manifest(self) -> None:
-        """The launcher updates its manifest (the eval process starts after readiness): follow it."""
-        path = self.layout.root / MANIFEST_NAME
-        sig = _stat_sig(path)
-        if sig == self._manifest_sig:
-            return
-        self._manifest_sig = sig
-        try:
-            fresh = discover(str(self.layout.root))
-        except NotARun:
-            return
-        self.layout.manifest = fresh.manifest
-        self.layout.rollouts = self.layout.rollouts or fresh.rollouts
-        self.layout.streams = fresh.streams
-        for stream in fresh.streams:
-            self._streams.setdefault(stream.path, stream)
-        self.reducer.run_info(read_info(self.layout.hydra_dirs, self.layout.bundle_meta, self.layout.manifest))
-
     def apply_probe(self, instances: Optional[list] = None, answers: Optional[dict[str, bool]] = None) -> Changes:
         """Fold in what the head server said (`/server_instances`) and which servers answered `GET /`."""
         if instances:
@@ -458,22 +411,14 @@ class RunSession:
         return self.reducer.take_changes()
 
     def streams(self) -> list[Stream]:
-        """Gym's captured output files found so far (the layout's, and any that appeared)."""
-        return sorted(self._streams.values(), key=lambda s: str(s.path))
+        """Gym's captured output files found so far."""
+        return sorted(self.layout.streams, key=lambda s: str(s.path))
 
     def watch_paths(self) -> list[Path]:
         return self.layout.watch_dirs()
 
     def is_live(self) -> bool:
         return bool(self.state.parent.alive or self.state.collector.alive)
-
-
-def _stat_sig(path: Path) -> tuple:
-    try:
-        st = path.stat()
-        return (str(path), st.st_size, st.st_mtime_ns)
-    except OSError:
-        return (str(path), None, None)
 
 
 CUT_ROW = "the last row, cut mid-line (no line end after it)"
