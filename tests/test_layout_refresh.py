@@ -5,7 +5,6 @@ that change), and the one answer to which logs belong to a server."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
