@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -17,9 +18,9 @@ import msgspec
 
 from . import eolcount, fast, procs, records
 from .fast import fork
-from .config import read_info
 from .layout import WAITING, Listings, Refreshed, RunLayout, Stream, discover
 from .model import Evidence, RunState, parent_ended
+from .plan import FULL, Reader, ReadingPlan
 from .reducer import Changes, Reducer
 from .tail import Tailer, read_head, read_head_stat
 
@@ -36,14 +37,15 @@ HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must st
 
 
 class RunSession:
-    # listings of the run just taken, for a one-shot read of it (the runs browser's summary): its
-    # files' sizes and times as they say, the same the summary's cache key was made from
-    listed: Optional[Listings] = None
-    follow = True        # the layout follows the run's files (False: a one-shot read of what was just found)
-
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
-                 check_processes: bool = True, timed: bool = False, helpers: bool = False):
+                 check_processes: bool = True, timed: bool = False, helpers: bool = False,
+                 plan: ReadingPlan = FULL, listed: Optional[Listings] = None):
+        """`plan`: what is read, and how (core/plan.py). `listed`: listings of the run just taken,
+        for a one-shot read of it (the runs browser's summary): its files' sizes and times as they
+        say, the same the summary's cache key was made from."""
         self.layout = layout
+        self.plan = plan
+        self.listed = listed
         self.helpers = helpers              # may fork helpers (core/fast/fork.py): a process doing nothing else
         self.clock = clock
         self.check_processes = check_processes
@@ -60,8 +62,9 @@ class RunSession:
         self.state = RunState(root=str(self.layout.root), kind=self.layout.kind)
         self.reducer = Reducer(self.state, self._line_clock)
         self._read_names()
-        self.tailers: dict[Path, Tailer] = {}
+        self.tailers: dict[Path, Reader] = {}
         self._rels: dict[Path, str] = {}     # evidence names of the tailed files
+        self._logs: Optional[dict[str, Path]] = None     # the servers' own logs, as last listed
 
     def _now(self) -> Optional[float]:
         return self.clock() if self.clock else None
@@ -91,7 +94,7 @@ class RunSession:
         reshape = final or now - self._last_shape_check >= SHAPE_CHECK_EVERY
         if reshape:
             self._last_shape_check = now
-        seen = self.layout.refresh(whole=reshape) if self.follow else Refreshed()
+        seen = self.layout.refresh(whole=reshape) if self.plan.follow else Refreshed()
         reset = seen.new
         if reset:
             self._new_state()
@@ -121,7 +124,7 @@ class RunSession:
         (a finished collection with its rows unread would look like one that recorded nothing).
         True: the run is another now, read it afresh."""
         c = self.state.collector
-        if self.layout.rollouts is not None or not c.started or not self.follow:
+        if self.layout.rollouts is not None or not c.started or not self.plan.follow:
             return False
         now = time.monotonic()
         ended = c.finished or self.state.aggregate_written
@@ -132,15 +135,17 @@ class RunSession:
 
     def _read_names(self) -> None:
         """Names and settings from Hydra's configs, the manifest or a bundle (core/config.py)."""
-        lay = self.layout
-        lay.names_read()
-        self.reducer.run_info(read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest))
+        if self.plan.follow:
+            self.layout.names_read()
+        self.reducer.run_info(self.plan.info(self.layout))
 
     def server_logs(self) -> dict[str, Path]:
         """The run's per-server logs now. A logs dir that cannot be listed is said once (not a run
         without logs)."""
+        if self._logs is not None and not self.plan.follow:
+            return self._logs          # a one-shot read: the logs as they were first listed
         lay = self.layout
-        logs = lay.server_logs(self.listed)
+        logs = self._logs = lay.server_logs(self.listed)
         if not logs and lay.logs_dir is not None:
             rel = lay.rel(lay.logs_dir).rstrip("/") + "/"
             why = _unlistable(lay.logs_dir)
@@ -196,7 +201,7 @@ class RunSession:
               stop: Optional[int] = None) -> bool:
         """Feed the file's new lines: `feed(rel, lineno, raw)` a line; with `blocks`
         `feed(rel, first lineno, block of whole lines)`."""
-        if path is None:
+        if path is None or not self.plan.wants(self, path, offset_key):
             return False
         t = self.tailers.get(path)
         if t is None:
@@ -207,10 +212,9 @@ class RunSession:
         piece = READ_BUDGET if deadline is None else LIVE_SLICE
         while True:   # in slices, so a 300 MB rollouts file is never held whole
             before = t.lineno
-            # (`stop` only when given: the runs browser's readers of big or cut logs, HeadTail and
-            # ReadyCut, take none)
-            batch = t.read(final=final, max_bytes=piece, blocks=blocks) if stop is None else \
-                t.read(final=final, max_bytes=piece, blocks=blocks, stop=stop)
+            # (`stop` only when given: a helper reads on from there; a plan's own readers take none)
+            batch = t.read(final=final, max_bytes=piece, blocks=blocks) if stop is None or not isinstance(t, Tailer) \
+                else t.read(final=final, max_bytes=piece, blocks=blocks, stop=stop)
             if batch.error:
                 lay = self.layout
                 self.reducer.unreadable(rel, batch.error, rows=path in (lay.rollouts, lay.failures, lay.materialized))
@@ -224,7 +228,7 @@ class RunSession:
             if not batch.more:
                 return False
             if deadline is not None and time.monotonic() >= deadline:
-                self.behind[rel] = (t.offset, self._size(path))
+                self.behind[rel] = (t.offset, self.size(path))
                 return False
 
     def _cut_row(self, path: Path) -> Optional[Evidence]:
@@ -232,7 +236,7 @@ class RunSession:
         (read to the end) an unusable line with no line end after it. Gym ends every row with one,
         so either is a row cut short: once the collector has ended, it died writing it."""
         t = self.tailers.get(path)
-        if t is None or not t.exists:
+        if not isinstance(t, Tailer) or not t.exists:
             return None
         rel = self._rels[path]
         if t.held:
@@ -252,7 +256,7 @@ class RunSession:
         t = self.tailers.get(path)
         if t is not None and t.offset:
             return None
-        size = self._size(path)
+        size = self.size(path)
         if size < worth or not fork.can_fork(use):
             return None
         start = fork.split_point(str(path), size, share) if share else 0
@@ -271,8 +275,8 @@ class RunSession:
         if t is None:
             t = self.tailers[path] = self._tailer(path, "")
             self._rels[path] = self.layout.rel(path)
-        got = fork.rows_answer(child) if t.offset == start else None
-        if got is None:
+        got = fork.rows_answer(child) if isinstance(t, Tailer) and t.offset == start else None
+        if got is None or not isinstance(t, Tailer):
             return self._read(path, final, block_feed, blocks=True)
         end, lines, blocks = got
         rel, base = self._rels[path], t.lineno
@@ -285,6 +289,10 @@ class RunSession:
     # A file's facts: now, or as listings just taken have them (`listed`: a one-shot read)
     def _stat(self, path: Path) -> os.stat_result:
         return os.stat(path) if self.listed is None else self.listed.stat(path)
+
+    def is_file(self, path: Path) -> bool:
+        """A regular file now (or as the listings just taken say)."""
+        return self._is(path, stat.S_ISREG)
 
     def _is(self, path: Path, kind: Callable[[int], bool]) -> bool:
         """Is `path` of this kind (stat.S_ISDIR, S_ISREG)? False when it cannot be stat'ed."""
@@ -302,13 +310,19 @@ class RunSession:
             raise
         return True
 
-    def _size(self, path: Path) -> int:
+    def size(self, path: Path) -> int:
+        """The file's size now (or as the listings just taken say); 0 when it cannot be stat'ed."""
         try:
             return self._stat(path).st_size
         except OSError:
             return 0
 
-    def _tailer(self, path: Path, offset_key: str) -> Tailer:
+    def _tailer(self, path: Path, offset_key: str) -> Reader:
+        """The file's reader: the plan's, else a Tailer (from where this run began in a log a
+        launched run shares with earlier ones)."""
+        own = self.plan.reader(self, path, offset_key)
+        if own is not None:
+            return own
         offset = self.layout.log_offsets.get(offset_key, 0) if offset_key else 0
         if offset <= 0:
             return Tailer(str(path))
@@ -383,15 +397,13 @@ class RunSession:
         if not self.check_processes:
             return
         lay = self.layout
-        if lay.manifest:
-            # the launcher's manifest as it is now (a launched run is never another run: no reset)
-            if self.follow and lay.refresh().names:
-                self._read_names()
-            live = procs.from_manifest(lay.manifest)
-        else:
-            live = procs.scan(procs.needles_for(lay.root, lay.rollouts, lay.logs_dir))
+        # a launched run's manifest as it is now (a launched run is never another run: no reset)
+        if lay.manifest and self.plan.follow and lay.refresh().names:
+            self._read_names()
+        live = self.plan.liveness(lay)
         self.reducer.processes(live.parent, live.collector, live.parent_exit, live.collector_exit, checked=True)
-        self.reducer.orphans(self._orphans())
+        if self.plan.orphans:
+            self.reducer.orphans(self._orphans())
 
     def _orphans(self) -> dict[str, int]:
         """Servers still running on this machine after gym env start ended (Gym signals only their
@@ -417,8 +429,18 @@ class RunSession:
     def watch_paths(self) -> list[Path]:
         return self.layout.watch_dirs()
 
+    def close(self) -> None:
+        """Done with this session: its readers and its reducer's clock (which refer back to it)
+        are let go, so that it is freed at once, not by the cyclic collector."""
+        self.tailers = {}
+        self.reducer.w.clock = _no_clock
+
     def is_live(self) -> bool:
         return bool(self.state.parent.alive or self.state.collector.alive)
+
+
+def _no_clock() -> None:
+    return None
 
 
 CUT_ROW = "the last row, cut mid-line (no line end after it)"
