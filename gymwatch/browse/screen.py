@@ -608,10 +608,7 @@ def run_logs(path: str) -> list[tuple[str, str]]:
         lay = discover(path)
     except NotARun:
         return []
-    out = [(name, str(p)) for name, p in lay.server_logs().items()]
-    out += [(os.path.basename(str(s.path)).rsplit(".", 1)[0], str(s.path)) for s in lay.streams
-            if os.path.isfile(s.path)]
-    return out
+    return [(label, str(p)) for label, p in lay.all_logs()]
 
 
 def live_app_available() -> bool:
