@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Callable
 
 from . import __version__
@@ -37,14 +38,27 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def _no_slurm(args: argparse.Namespace) -> None:
+    """`--no-slurm`: this process and the screens it starts read submitted runs from files alone."""
+    if getattr(args, "no_slurm", False):
+        from .core.slurmfeed import NO_SLURM_ENV
+
+        os.environ[NO_SLURM_ENV] = "1"
+
+
 def _report(args: argparse.Namespace) -> int:
     from .core import fast
     from .core.session import read_run
+    from .core.target import IsSubmission
     from .core.verdict import verdict
     from .report import malformed_summary, render, unreadable_lines, write_json
 
-    with fast.bulk_load(keep=True):       # the model lives until the process ends
-        session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
+    _no_slurm(args)
+    try:
+        with fast.bulk_load(keep=True):       # the model lives until the process ends
+            session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
+    except IsSubmission as exc:
+        return _report_submission(args, exc.submission)
     ray = _read_ray(args.ray) if getattr(args, "ray", None) else None
     written, said = _retry_input(session, args.retry_input) if args.retry_input else (None, "")
     if args.format in ("json", "junit"):
@@ -70,6 +84,48 @@ def _report(args: argparse.Namespace) -> int:
     warning = malformed_summary(session.state)
     if warning:
         print(f"gymwatch: {warning}", file=sys.stderr)
+    return code
+
+
+def _report_submission(args: argparse.Namespace, sub) -> int:
+    """The report of a submission of several benchmarks: the whole, then each benchmark."""
+    from .core import fast
+    from .core.jobsession import read_submission
+    from .core.verdict import verdict
+    from .report import iter_submission_json, malformed_summary, render_submission, unreadable_lines
+
+    if args.retry_input:
+        raise UsageError(f"{args.path} is a submission of {len(sub.benchmarks)} benchmarks: --retry-input "
+                         f"takes one benchmark's job dir (e.g. {Path(str(sub.root or args.path)) / sub.benchmarks[0].name})")
+    with fast.bulk_load(keep=True):
+        ss = read_submission(sub, helpers=True)
+    benchmarks = [(name, s.state, verdict(s.state)) for name, s in ss.sessions.items()]
+    ray = _read_ray(args.ray) if getattr(args, "ray", None) else None
+    if args.format == "json":
+        from .report import whole
+
+        code = whole(benchmarks)[1].exit_code
+        pieces = iter_submission_json(sub, benchmarks)
+        for piece in pieces:
+            sys.stdout.write(piece)
+    elif args.format == "junit":
+        from .junit import iter_junit_suites
+        from .report import whole
+
+        code = whole(benchmarks)[1].exit_code
+        for piece in iter_junit_suites(benchmarks):
+            sys.stdout.write(piece)
+    else:
+        text, code = render_submission(sub, benchmarks, args.format)
+        sys.stdout.write(text)
+        if ray is not None:
+            sys.stdout.write(_ray_text(ray, args.format))
+    for name, state, _ in benchmarks:
+        for line in unreadable_lines(state):
+            print(f"gymwatch: {name}: {line}", file=sys.stderr)
+        warning = malformed_summary(state)
+        if warning:
+            print(f"gymwatch: {name}: {warning}", file=sys.stderr)
     return code
 
 
@@ -125,10 +181,11 @@ def _retry_input(session, file: str) -> tuple:
 
 
 def _attach(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from .core.layout import MANIFEST_NAME
     from .tui.app import run_app
+
+    _no_slurm(args)
+    refuse_submissions(args.path)
 
     code = run_app(args)
     if (Path(args.path) / MANIFEST_NAME).is_file():   # a run gymwatch launched: it can stop it
@@ -136,6 +193,22 @@ def _attach(args: argparse.Namespace) -> int:
 
         ask_on_quit(Path(args.path), args.on_quit)
     return code
+
+
+def refuse_submissions(path: str) -> None:
+    """The live screen shows one run: a submission of several benchmarks is refused in one line
+    naming how to open each (a job dir) and how to see them all (report)."""
+    from .core.target import IsSubmission, run_layout
+
+    try:
+        run_layout(path, wait=True)
+    except IsSubmission as exc:
+        sub = exc.submission
+        dirs = ", ".join(str(Path(str(sub.root)) / b.name) if sub.root else b.name for b in sub.benchmarks)
+        raise UserError(f"{exc}: the screen shows one benchmark at a time; open one of {dirs} "
+                        f"(gymwatch report {path} shows them all)") from None
+    except NotARun:
+        return          # the screen says it itself
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,12 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="print the verdict, servers and trials of a run (no screen)",
                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    rep.add_argument("path", help="a run dir, a rollouts .jsonl, an evaluator bundle or a gymwatch run dir")
+    rep.add_argument("path", help="a run dir, a rollouts .jsonl, an evaluator bundle, a gymwatch run dir, or a "
+                                  "submission (gym eval submit: its dir, one benchmark's job dir, its record, "
+                                  "its gym job id)")
     rep.add_argument("--format", choices=("text", "json", "md", "junit"), default="text",
                      help="junit: one testcase per trial, for CI test reports")
     rep.add_argument("--logs", help="per-server log dir (+nemo_gym_log_dir) when not <run>/logs")
     rep.add_argument("--no-process-check", action="store_true",
                      help="do not look for live gym processes (treat the run as ended)")
+    rep.add_argument("--no-slurm", action="store_true",
+                     help="a submission: do not ask Slurm about its jobs, read their states from their files "
+                          "alone (also GYMWATCH_NO_SLURM=1)")
     rep.add_argument("--ray", metavar="URL", type=_ray_url,
                      help="the Ray dashboard of a run whose services span nodes (e.g. http://HEAD:8265): its nodes "
                           "(alive or dead), actors and placement groups are added to the report (text, md, json)")
@@ -164,7 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=_report)
 
     att = sub.add_parser("attach", help="open the live screen on a run (also: gymwatch PATH)")
-    att.add_argument("path")
+    att.add_argument("path", help="a run, or a submission of one benchmark (or one benchmark's job dir)")
+    att.add_argument("--no-slurm", action="store_true",
+                     help="a submission: do not ask Slurm about its jobs, read their states from their files alone")
     att.add_argument("--logs", help="per-server log dir when not <run>/logs")
     att.add_argument("--poll", action="store_true", help="poll files instead of inotify (network filesystems)")
     att.add_argument("--head", help="Gym head server URL to probe, e.g. http://127.0.0.1:11000")

@@ -15,6 +15,9 @@ whatever wrote it. The comparison lists
   watched live: a recorded run read after the fact, whose servers' lines carry no time) and its state;
 - the two verdicts.
 
+Two submissions (`gym eval submit`) of several benchmarks are compared benchmark by benchmark, each
+with the one of the same name; a submission of one benchmark is that benchmark's run.
+
 Exit codes: 0 no trial got worse, 1 some did, 3 a side is unreadable (one line naming its path).
 """
 
@@ -39,15 +42,52 @@ class Unreadable(Exception):
 
 
 def load(path: str, check_processes: bool = True) -> RunState:
+    """The run at `path` (a submission: its one benchmark), as the report reads it."""
+    got = load_side(path, check_processes)
+    if isinstance(got, dict):
+        raise Unreadable(f"{path}: a submission of {len(got)} benchmarks ({', '.join(got)}): name one "
+                         "benchmark's job dir")
+    return got
+
+
+def load_side(path: str, check_processes: bool = True) -> RunState | dict[str, RunState]:
+    """The run at `path`, or each benchmark's of a submission of several (by benchmark name)."""
+    from .core.jobsession import read_submission
     from .core.layout import NotARun
     from .core.session import read_run
+    from .core.target import IsSubmission
 
     try:
-        return read_run(path, check_processes=check_processes).state
+        try:
+            return read_run(path, check_processes=check_processes).state
+        except IsSubmission as exc:
+            return {name: s.state for name, s in read_submission(exc.submission).sessions.items()}
     except NotARun as exc:
         raise Unreadable(str(exc) if path in str(exc) else f"cannot read {path}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - one line naming the path, never a traceback
         raise Unreadable(f"cannot read {path}: {type(exc).__name__}: {exc}") from None
+
+
+def compare_benchmarks(a: dict[str, RunState], b: dict[str, RunState], paths: tuple[str, str]) -> dict[str, Any]:
+    """Two submissions compared benchmark by benchmark (each with the one of the same name)."""
+    common = [n for n in a if n in b]
+    out = [{"benchmark": n, **compare(a[n], b[n], (f"{paths[0]}/{n}", f"{paths[1]}/{n}"))} for n in common]
+    return {"gymwatch_version": __version__, "a": paths[0], "b": paths[1], "benchmarks": out,
+            "only_in_a": [n for n in a if n not in b], "only_in_b": [n for n in b if n not in a],
+            "exit_code": max((d["exit_code"] for d in out), default=EXIT_OK)}
+
+
+def render_benchmarks(d: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(d, indent=2) + "\n"
+    out = []
+    for one in d["benchmarks"]:
+        name = clean(one["benchmark"])
+        out.append((f"## benchmark {_md(name)}\n\n" if fmt == "md" else f"=== {name} ===\n") + render(one, fmt))
+    for side, names in (("A", d["only_in_a"]), ("B", d["only_in_b"])):
+        if names:
+            out.append(f"only in {side}: {', '.join(clean(n) for n in names)}\n")
+    return "\n".join(out)
 
 
 def change(a: Optional[Trial], b: Optional[Trial]) -> str:
@@ -314,21 +354,36 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "per-task mean reward and counts, servers' time to ready, the two verdicts. Exit 0: no "
                        "trial got worse; 1: some did (completed -> failed / never ran / missing, or a lower "
                        "reward); 3: a run is unreadable.")
-    p.add_argument("a", metavar="A", help="the earlier (reference) run")
-    p.add_argument("b", metavar="B", help="the run to compare with it")
+    p.add_argument("a", metavar="A", help="the earlier (reference) run (or submission: each benchmark is compared "
+                                          "with B's of the same name)")
+    p.add_argument("b", metavar="B", help="the run (or submission) to compare with it")
     p.add_argument("--format", choices=("text", "json", "md"), default="text")
     p.add_argument("--no-process-check", action="store_true",
                    help="do not look for live gym processes (treat both runs as ended)")
+    p.add_argument("--no-slurm", action="store_true",
+                   help="submissions: do not ask Slurm about their jobs, read their states from their files alone")
     p.set_defaults(func=_diff)
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from .cli import _no_slurm
+
+    _no_slurm(args)
     try:
-        a = load(args.a, not args.no_process_check)
-        b = load(args.b, not args.no_process_check)
+        a = load_side(args.a, not args.no_process_check)
+        b = load_side(args.b, not args.no_process_check)
+        if isinstance(a, dict) != isinstance(b, dict):
+            many, path = (a, args.a) if isinstance(a, dict) else (b, args.b)
+            raise Unreadable(f"{path}: a submission of {len(many)} benchmarks ({', '.join(many)}), compared with "
+                             "one run: name one benchmark's job dir")
     except Unreadable as exc:
         print(f"gymwatch: diff: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_INPUT
+    if isinstance(a, dict) and isinstance(b, dict):
+        both = compare_benchmarks(a, b, (args.a, args.b))
+        sys.stdout.write(render_benchmarks(both, args.format))
+        return both["exit_code"]
+    assert not isinstance(a, dict) and not isinstance(b, dict)
     d = compare(a, b, (args.a, args.b))
     sys.stdout.write(render(d, args.format))
     return d["exit_code"]

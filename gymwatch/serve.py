@@ -86,7 +86,8 @@ def open_addresses(host: str, port: int) -> list[str]:
 def attach_argv(args: argparse.Namespace) -> list[str]:
     """What serve runs for each browser tab: a read-only `gymwatch attach` (no shell between: a
     signal to it reaches the screen)."""
-    cmd = [sys.executable, "-m", "gymwatch", "attach", str(Path(args.path).resolve()), "--on-quit", "leave"]
+    where = str(Path(args.path).resolve()) if os.path.lexists(args.path) else args.path     # (a gym job id)
+    cmd = [sys.executable, "-m", "gymwatch", "attach", where, "--on-quit", "leave"]
     if getattr(args, "logs", None):
         cmd += ["--logs", str(Path(args.logs).resolve())]
     if getattr(args, "poll", False):
@@ -95,6 +96,8 @@ def attach_argv(args: argparse.Namespace) -> list[str]:
         cmd += ["--head", args.head]
     if getattr(args, "no_notify", False):
         cmd.append("--no-notify")
+    if getattr(args, "no_slurm", False):
+        cmd.append("--no-slurm")
     return cmd
 
 
@@ -265,11 +268,13 @@ def make_server(args: argparse.Namespace, public_url: Optional[str] = None):
 
 
 def serve(args: argparse.Namespace) -> int:
-    from .core.layout import discover
+    from .cli import refuse_submissions
+    from .core.target import run_layout
 
     path = Path(args.path)
+    refuse_submissions(args.path)        # each tab runs attach: one run, or one benchmark of a submission
     if not path.is_dir():
-        discover(args.path, getattr(args, "logs", None))     # a missing path or a non-run file: exit 3
+        run_layout(args.path, getattr(args, "logs", None))     # a missing path or a non-run file: exit 3
     warning = exposure_warning(args.host, args.port)
     if warning:
         print(warning, file=sys.stderr)
@@ -283,7 +288,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "default; forward the port with ssh -L to watch from a laptop. Each "
                                    "browser tab gets a read-only screen of its own, which ends when the tab "
                                    "closes or stops answering, and when serve stops (Ctrl+C, SIGTERM).")
-    p.add_argument("path", help="a run dir (as for attach)")
+    p.add_argument("path", help="a run dir, or a submission of one benchmark (as for attach)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--host", default=DEFAULT_HOST,
                    help=f"address to listen on (default {DEFAULT_HOST}; anything else is reachable "
@@ -294,4 +299,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--poll", action="store_true", help="poll files instead of inotify (network filesystems)")
     p.add_argument("--head", help="Gym head server URL to probe")
     p.add_argument("--no-notify", action="store_true", help="no bell or desktop notification on stage changes")
+    p.add_argument("--no-slurm", action="store_true",
+                   help="a submission: do not ask Slurm about its jobs, read their states from their files alone")
     p.set_defaults(func=serve)

@@ -13,9 +13,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .tail import read_head
+
+if TYPE_CHECKING:
+    from .joblayout import JobFiles
 
 MANIFEST_NAME = "gymwatch-manifest.json"
 REPLAY_MARKER = ".gymwatch-replay"      # `gymwatch replay` writes the run: no processes to look for
@@ -110,7 +113,7 @@ class Refreshed:
 @dataclass(slots=True)
 class RunLayout:
     root: Path
-    kind: str                                   # gym_dir / launched / evaluator_bundle / waiting
+    kind: str                                   # gym_dir / launched / evaluator_bundle / waiting / slurm_job
     rollouts: Optional[Path] = None
     logs_dir: Optional[Path] = None
     streams: list[Stream] = field(default_factory=list)
@@ -121,6 +124,7 @@ class RunLayout:
     waiting: str = ""                           # kind `waiting`: why the directory is not a run yet
     fixed: bool = False                         # the user named the rollouts file: its layout stays
     logs_given: bool = False                    # the user named the logs dir (--logs)
+    job: Optional["JobFiles"] = None            # slurm_job: a submission's benchmark (core/joblayout.py)
     # files named after the rollouts, made once for the rollouts they were made from (asked for often)
     _beside: dict[str, tuple[Path, Path]] = field(default_factory=dict, repr=False, compare=False)
     _names_sig: Optional[tuple] = field(default=None, repr=False, compare=False)      # (see refresh)
@@ -133,6 +137,8 @@ class RunLayout:
         manifest appear or change. What is cheap is looked at each time (a `logs/` dir appeared,
         captured output appeared); `whole`: what the path is, looked at afresh (a full discovery:
         the session does it about once a second, and at once when it needs the rows file)."""
+        if self.job is not None:      # a submitted run's files follow its job (core/joblayout.py)
+            return self.job.refresh(self, whole)
         out = Refreshed()
         if self.kind == WAITING:      # (looked at each time: a directory waiting to be a run is small)
             try:
@@ -198,7 +204,10 @@ class RunLayout:
 
     # --- which logs belong to a server --------------------------------------------------------
     def own_log(self, name: str, ls: Optional[Listings] = None) -> Optional[Path]:
-        """The server's own log (`<logs>/<name>.log`; a name with `/` has its log named with `_`)."""
+        """The server's own log (`<logs>/<name>.log`; a name with `/` has its log named with `_`;
+        a submitted run's service step: its log in the job's `logs/`)."""
+        if self.job is not None:
+            return self.job.service_log(name)
         logs = self.server_logs(ls)
         return logs.get(name) or logs.get(name.replace("/", "_"))
 
@@ -209,8 +218,12 @@ class RunLayout:
         return sorted((s for s in self.streams if s.role in roles), key=lambda s: str(s.path))
 
     def all_logs(self) -> list[tuple[str, Path]]:
-        """Every log of the run, as (label, path): the servers' own, then Gym's captured output."""
+        """Every log of the run, as (label, path): the servers' own (a submitted run's service
+        steps'), then Gym's captured output."""
         out = sorted(self.server_logs().items())
+        if self.job is not None:
+            services = self.job.script.services if self.job.script else ()
+            out += [(s.name, p) for s in services if (p := self.job.service_log(s.name)) is not None]
         out += [(os.path.basename(str(s.path)).rsplit(".", 1)[0], s.path) for s in self.streams
                 if os.path.isfile(s.path)]
         return out
@@ -275,7 +288,7 @@ class RunLayout:
         return out
 
     def watch_dirs(self) -> list[Path]:
-        dirs = {self.root}
+        dirs = {self.root, *(self.job.dirs() if self.job is not None else ())}
         for p in (self.rollouts, self.logs_dir):
             if p is not None:
                 dirs.add(p if p == self.logs_dir else p.parent)

@@ -18,10 +18,14 @@ import msgspec
 
 from . import eolcount, fast, procs, records
 from .fast import fork
-from .layout import WAITING, Listings, Refreshed, RunLayout, Stream, discover
+from .cluster.files import JOBSCRIPT, ROLLOUTS, JobFile
+from .cluster.model import P_QUEUED, P_RUNNING
+from .cluster.slurmcli import POLL_INTERVAL
+from .layout import WAITING, Listings, Refreshed, RunLayout, Stream
 from .model import Evidence, RunState, parent_ended
 from .plan import FULL, Reader, ReadingPlan
 from .reducer import Changes, Reducer
+from .slurmfeed import Answer, SlurmFeed, slurm_wanted
 from .tail import Tailer, read_head, read_head_stat
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
@@ -39,11 +43,15 @@ HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must st
 class RunSession:
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
                  check_processes: bool = True, timed: bool = False, helpers: bool = False,
-                 plan: ReadingPlan = FULL, listed: Optional[Listings] = None):
+                 plan: ReadingPlan = FULL, listed: Optional[Listings] = None, slurm: Optional[SlurmFeed] = None):
         """`plan`: what is read, and how (core/plan.py). `listed`: listings of the run just taken,
         for a one-shot read of it (the runs browser's summary): its files' sizes and times as they
-        say, the same the summary's cache key was made from."""
+        say, the same the summary's cache key was made from. `slurm`: for a submitted run (layout
+        kind `slurm_job`), who asks Slurm about its jobs (core/slurmfeed.py; None: never asked,
+        its jobs' states are inferred from their files). Its job stands in for the process check."""
         self.layout = layout
+        self.slurm = slurm
+        self._answer: Optional[Answer] = None           # Slurm's latest answer, applied
         self.plan = plan
         self.listed = listed
         self.helpers = helpers              # may fork helpers (core/fast/fork.py): a process doing nothing else
@@ -61,6 +69,11 @@ class RunSession:
     def _new_state(self) -> None:
         self.state = RunState(root=str(self.layout.root), kind=self.layout.kind)
         self.reducer = Reducer(self.state, self._line_clock)
+        job = self.layout.job
+        if job is not None:
+            self.reducer.job_known(job.bench, job.script, job.files, job.refused_at)
+            if self._answer is not None:        # (a run read afresh keeps what Slurm said)
+                self.reducer.slurm_answer(self._answer.poll, self._answer.asked_at)
         self._read_names()
         self.tailers: dict[Path, Reader] = {}
         self._rels: dict[Path, str] = {}     # evidence names of the tailed files
@@ -75,10 +88,20 @@ class RunSession:
         return self._now() if self._caught_up else None
 
     @classmethod
-    def open(cls, path: str, logs: Optional[str] = None, wait: bool = False, **kw) -> "RunSession":
-        """A session of the run at `path`. `wait`: a directory that is not a run yet is watched
-        until it is one (its layout's kind is `waiting`, and says why)."""
-        return cls(discover(path, logs, wait=wait), **kw)
+    def open(cls, path: str, logs: Optional[str] = None, wait: bool = False, slurm: Optional[bool] = None,
+             **kw) -> "RunSession":
+        """A session of the run at `path` (core/target.py: a submission's one benchmark too;
+        target.IsSubmission for several). `wait`: a directory that is not a run yet is watched
+        until it is one (its layout's kind is `waiting`, and says why). `slurm`: ask Slurm about
+        a submitted run's jobs (None: unless the environment says GYMWATCH_NO_SLURM); `once`
+        (True with no screen: a report) asks it once."""
+        from .target import run_layout
+
+        layout = run_layout(path, logs, wait=wait)
+        if layout.job is not None and (slurm if slurm is not None else slurm_wanted()):
+            kw["slurm"] = SlurmFeed(layout.job.sub, interval=None if kw.pop("once", False) else POLL_INTERVAL)
+        kw.pop("once", None)
+        return cls(layout, **kw)
 
     # --- reading -------------------------------------------------------------------
     def poll(self, final: bool = False, budget: Optional[float] = None) -> Changes:
@@ -94,6 +117,8 @@ class RunSession:
         reshape = final or now - self._last_shape_check >= SHAPE_CHECK_EVERY
         if reshape:
             self._last_shape_check = now
+        if self.layout.job is not None:
+            self.layout.job.ids = self.reducer.job_ids()
         seen = self.layout.refresh(whole=reshape) if self.plan.follow else Refreshed()
         reset = seen.new
         if reset:
@@ -107,6 +132,7 @@ class RunSession:
         if reset:
             self.reducer.carry_times(old)
         self._caught_up = self._caught_up or not self.behind
+        self._slurm()
         self._processes()
         writes = {self._rels[p]: t.mtime for p, t in self.tailers.items() if t.mtime is not None}
         rows = self.tailers.get(self.layout.rollouts) if self.layout.rollouts is not None else None
@@ -165,9 +191,16 @@ class RunSession:
             reset |= self._read(path, final, lambda f, first, block, name=name:
                                 self.reducer.server_log_block(name, f, first, block),
                                 offset_key=name, blocks=True)
+        job: dict[Path, JobFile] = {}
+        if lay.job is not None:
+            job = {f.path: f for f in lay.job.files}
+            self.reducer.job_known(lay.job.bench, lay.job.script, lay.job.files, lay.job.refused_at)
         for stream in list(lay.streams):
-            reset |= self._read(stream.path, final, lambda f, first, block, role=stream.role:
-                                self.reducer.stream_block(role, f, first, block), blocks=True)
+            reset |= self._read(stream.path, final, self._stream_feed(stream, job.pop(stream.path, None)), blocks=True)
+        for f in job.values():        # the job's own files (the driver log that is Gym's output: just above)
+            if f.kind not in (JOBSCRIPT, ROLLOUTS):
+                reset |= self._read(f.path, final, lambda _, first, block, f=f: self.reducer.job_block(f, first, block),
+                                    blocks=True)
         if lay.rollouts is not None:
             if not self.state.collector.started and lay.materialized is not None and self._exists(lay.materialized):
                 self.reducer.collection_began()
@@ -196,6 +229,28 @@ class RunSession:
             self._aggregate()
             self._health_summary(final)
         return reset
+
+    def _stream_feed(self, stream: Stream, job_file: Optional[JobFile]):
+        """What reads a block of Gym's captured output: the reducer's stream part, and when the
+        stream is a submitted run's driver log, its job part too (the same lines: one tailer)."""
+        if job_file is None:
+            return lambda f, first, block: self.reducer.stream_block(stream.role, f, first, block)
+
+        def both(f: str, first: int, block: bytes) -> None:
+            self.reducer.stream_block(stream.role, f, first, block)
+            self.reducer.job_block(job_file, first, block)
+        return both
+
+    def _slurm(self) -> None:
+        """A submitted run: Slurm's answer about its jobs, when there is a newer one."""
+        job = self.layout.job
+        if self.slurm is None or job is None:
+            return
+        self.slurm.register(job.bench.name, self.reducer.job_ids(), job.script.job_name if job.script else "")
+        answer = self.slurm.answer()
+        if answer is not None and (self._answer is None or answer.number > self._answer.number):
+            self._answer = answer
+            self.reducer.slurm_answer(answer.poll, answer.asked_at)
 
     def _read(self, path: Optional[Path], final: bool, feed, offset_key: str = "", blocks: bool = False,
               stop: Optional[int] = None) -> bool:
@@ -385,7 +440,7 @@ class RunSession:
 
     # --- processes ------------------------------------------------------------------
     def _processes(self) -> None:
-        if not self.check_processes or self.layout.kind == WAITING:
+        if not self.check_processes or self.layout.kind == WAITING or self.layout.job is not None:
             return
         now = time.monotonic()
         if now - self._last_proc_check < PROCESS_CHECK_EVERY and self._last_proc_check:
@@ -394,7 +449,9 @@ class RunSession:
         self.refresh_processes()
 
     def refresh_processes(self) -> None:
-        if not self.check_processes:
+        """The run's processes looked for now. Not a submitted run's: it runs on a compute node,
+        its job's state stands in (core/reducer/jobs.py)."""
+        if not self.check_processes or self.layout.job is not None:
             return
         lay = self.layout
         # a launched run's manifest as it is now (a launched run is never another run: no reset)
@@ -436,6 +493,10 @@ class RunSession:
         self.reducer.w.clock = _no_clock
 
     def is_live(self) -> bool:
+        """Its processes run (a submitted run: its job is queued or running)."""
+        c = self.state.job_conclusion
+        if self.layout.job is not None:
+            return c is not None and c.phase in (P_QUEUED, P_RUNNING)
         return bool(self.state.parent.alive or self.state.collector.alive)
 
 
@@ -490,11 +551,22 @@ def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True
              helpers: bool = False) -> RunSession:
     """Open a run and read everything there is now (the headless report's path). `helpers`: the
     caller does nothing else meanwhile (no threads), so a forked child may read part of it."""
-    session = RunSession.open(path, logs, check_processes=check_processes, helpers=helpers)
+    session = RunSession.open(path, logs, check_processes=check_processes, helpers=helpers, once=True)
+    read_now(session)
+    return session
+
+
+def read_now(session: RunSession) -> None:
+    """Read everything there is now, once (partial last lines too once the run is over). A
+    submitted run's job says whether it is over only once read: read it first, then the rest."""
     session.refresh_processes()
     with fast.bulk_load():
-        session.poll(final=not session.is_live())
-    return session
+        if session.layout.job is not None:
+            session.poll()
+            if not session.is_live():
+                session.poll(final=True)
+        else:
+            session.poll(final=not session.is_live())
 
 
 def _whole_json(data: bytes) -> None:

@@ -122,13 +122,17 @@ def print_submitted(sub: Submitted, plan: SubmitPlan, out: TextIO = sys.stdout, 
 
 def open_submission(run_dir: Path, debug: bool = False) -> Optional[int]:
     """The live screen on the submission dir, as `gymwatch attach DIR` opens it; None when there
-    is no terminal to open it on."""
+    is no terminal to open it on, or the submission has several benchmarks (one line says so)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print("gymwatch: no terminal: not opening the screen", file=sys.stderr)
         return None
     import argparse
 
-    from ..cli import _attach
+    from ..cli import UserError, _attach
 
-    return _attach(argparse.Namespace(path=str(run_dir), logs=None, poll=False, head=None, no_notify=False,
-                                      on_quit="leave", ray=None, debug=debug))
+    try:
+        return _attach(argparse.Namespace(path=str(run_dir), logs=None, poll=False, head=None, no_notify=False,
+                                          on_quit="leave", ray=None, debug=debug))
+    except UserError as exc:        # several benchmarks: the screen shows one at a time
+        print(f"gymwatch: {exc}", file=sys.stderr)
+        return None

@@ -221,7 +221,7 @@ class Reducer:
 
     # --- what the whole state means ---------------------------------------------------------
     def settle(self, now: Optional[float] = None) -> None:
-        self._jobs.settle()
+        self._jobs.settle(now)
         self._settle.settle(now)
 
     def carry_times(self, old: RunState) -> None:

@@ -86,9 +86,10 @@ class JobLines(Part):
             ids.add(self.bench.first_job_id)
         return ids
 
-    def settle(self) -> None:
+    def settle(self, now: Optional[float]) -> None:
         """Fold the job again when its facts, Slurm's answer or the rows written changed; then
-        write what it means for the run's servers and processes."""
+        write what it means for the run's servers and processes (`now`: settle's time, None for
+        what was there when the run was first read)."""
         if self.bench is None or not (self.dirty or self.w.rollout_lines != self.folded_rows):
             return
         self.dirty, self.folded_rows = False, self.w.rollout_lines
@@ -99,15 +100,15 @@ class JobLines(Part):
         if job.links:
             link = shown_link(job)
             for svc in link.services:
-                self._service(svc, link)
+                self._service(svc, link, now)
         else:
             why = "sbatch refused the job" if job.sbatch_error else "no Slurm job is known for it"
             for s in self.state.servers.values():
                 if s.kind == K_SERVICE:
-                    set_state(s, PENDING, self.w.clock(), f"not started: {why}")
+                    set_state(s, PENDING, now, f"not started: {why}")
         self._liveness(job)
 
-    def _service(self, svc: ServiceStep, link: Link) -> None:
+    def _service(self, svc: ServiceStep, link: Link, now: Optional[float]) -> None:
         s = self.w.server(svc.name)
         s.kind = K_SERVICE
         s.port, s.url = svc.port, svc.listening or svc.url or None
@@ -121,7 +122,7 @@ class JobLines(Part):
             s.failure, s.failure_reason = None, ""
         if svc.evidence is not None:
             s.last_line, s.last_line_at = svc.evidence.text, svc.evidence
-        set_state(s, _SERVER_STATE[svc.state], self.w.clock(), phase)
+        set_state(s, _SERVER_STATE[svc.state], now, phase)
 
     def _liveness(self, job: Job) -> None:
         """Whether Gym's processes in the job can be alive: the job's state stands in for the
