@@ -72,8 +72,8 @@ class FakeSlurm:
 # ---- the tools, run as a program
 
 def _row(job: dict) -> str:
-    values = dict(elapsed="1:00", limit="20:00", nodes="1", cpus="1", nodelist="vm", start="N/A",
-                  submit="2026-12-06T07:00:00", **job)
+    values = {**dict(elapsed="1:00", limit="20:00", nodes="1", cpus="1", nodelist="vm", start="N/A",
+                     submit="2026-12-06T07:00:00"), **job}       # a job's own values win (one that never ran)
     return "|".join(str(values[f]) for f in FIELDS)
 
 
@@ -134,8 +134,8 @@ def _sacct(data: dict, args: list[str]) -> int:
     for job_id in ids:
         job = data["jobs"].get(job_id)
         if job:
-            print(f"{job_id}|{job['name']}|{job['state']}|{job['exit']}|{job['reason']}|a|b|c|60|00:20:00|vm|"
-                  f"{job['work_dir']}")
+            print(f"{job_id}|{job['name']}|{job['state']}|{job['exit']}|{job['reason']}|a|b|c|"
+                  f"{job.get('elapsed_raw', 60)}|00:20:00|{job.get('nodelist', 'vm')}|{job['work_dir']}")
     return 0
 
 
