@@ -150,3 +150,17 @@ def test_gym_lock_is_reentrant_here_and_exclusive_elsewhere(tmp_path):
             assert not other_gets_it()
         assert not other_gets_it()
     assert other_gets_it()
+
+
+def test_standin_vllm_reads_its_reply_delay_from_a_file_at_each_request(serve, tmp_path):
+    delay = tmp_path / "delay"
+    delay.write_text("1.5")
+    url = serve("--stub-reply-delay-file", str(delay))
+    body = json.dumps({"model": "stub-model", "messages": [{"role": "user", "content": "?"}]}).encode()
+    t0 = time.monotonic()
+    assert _get(f"{url}/v1/chat/completions", body)[0] == 200
+    slow = time.monotonic() - t0
+    delay.write_text("0")
+    t0 = time.monotonic()
+    assert _get(f"{url}/v1/chat/completions", body)[0] == 200
+    assert slow >= 1.5 > time.monotonic() - t0
