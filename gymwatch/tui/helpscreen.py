@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from .fmt import STATE_LOOK, STATUS_LOOK
-from .layout import CARD, all_bindings
+from .keymap import CARD, all_bindings
 
 # What a few keys do, beyond their footer word.
 EXPLAIN = {

@@ -8,6 +8,7 @@ Here a row is just its trial's key in a sorted list; its cells are made when it 
 from __future__ import annotations
 
 import bisect
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Optional
 
@@ -26,7 +27,7 @@ from ..core.health import disagreement
 from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, GymHealth, RunState, Trial, TrialKey
 from ..core.sanitize import clean
 from .fmt import GYM_HEALTH_LOOK, STATUS_LOOK, ComponentLooks, plain, reward
-from .layout import KEEP, fit_columns
+from .geometry import KEEP, fit_columns
 
 COLUMNS = (("task", "Task"), ("rollout", "Roll"), ("attempt", "Att"), ("status", "Status"),
            ("gym", "Gym"), ("reward", "Reward"), ("tokens", "Tokens in/out"), ("why", "Failure"))
@@ -178,6 +179,8 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self.cursor = 0
         self.picked = False         # the user moved the cursor: it is theirs, no longer put on a problem
         self.keys_told = ("]", "v")  # the keys the title names: next failure, filter (the keymap's)
+        # Held while a rebuild walks the state (the screen's: a poll may be writing it in a thread).
+        self.lock: AbstractContextManager = nullcontext()
         self._problems: set[TrialKey] = set()              # failed, never-ran and missing trials, filtered or not
         self._first: Optional[TrialKey] = None             # the least of them (None: to be found again)
         self._failure: list[Text] = []                     # the selected failure's lines under the rows
@@ -185,7 +188,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self._sv: dict[TrialKey, tuple] = {}               # key -> its sort value in _order
         self._widths = [len(label) for _, label in COLUMNS]   # grow with the widest cell seen
         self._filled = [False] * len(COLUMNS)                 # columns some row has text in
-        self._shown, self._fit = list(range(len(COLUMNS))), list(self._widths)   # layout.fit_columns
+        self._shown, self._fit = list(range(len(COLUMNS))), list(self._widths)   # geometry.fit_columns
 
     def on_mount(self) -> None:
         self._title()
@@ -200,16 +203,17 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         here = self.key_at(self.cursor)
         new_model = state is not self.state and state is not None
         self.state = state           # before sizing: a cell's width reads the model (Gym's verdicts)
-        if new_model:                # a new model: size the columns
-            self._widths = [len(label) for _, label in COLUMNS]
-            self._filled = [False] * len(COLUMNS)
-            for t in state.trials.values():
-                self._widen(t)
-        every = state.trials.values() if state is not None else ()
-        self._problems = {t.key for t in every if t.status in NEEDS_A_LOOK}
+        with self.lock:
+            if new_model:                # a new model: size the columns
+                self._widths = [len(label) for _, label in COLUMNS]
+                self._filled = [False] * len(COLUMNS)
+                for t in state.trials.values():
+                    self._widen(t)
+            every = state.trials.values() if state is not None else ()
+            self._problems = {t.key for t in every if t.status in NEEDS_A_LOOK}
+            trials = [t for t in every if self._kept(t)]
+            self._sv = {t.key: self._value(t) for t in trials}
         self._first = None
-        trials = [t for t in every if self._kept(t)]
-        self._sv = {t.key: self._value(t) for t in trials}
         self._order = sorted((v, k) for k, v in self._sv.items())
         self._after_change(here, scroll=True)        # a user's sort or filter: show the cursor
 
@@ -413,14 +417,14 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
                 return COLUMNS[i][0]
         return COLUMNS[-1][0]
 
-    # --- fitting the pane (layout.py decides) ---------------------------------------------
+    # --- fitting the pane (geometry.py decides) ---------------------------------------------
     def _fit_columns(self) -> None:
         self._shown, self._fit = fit_columns([k for k, _ in COLUMNS], self._widths, self._filled,
                                              self.scrollable_content_region.width)
 
     def natural_width(self) -> int:
         """Columns this pane needs to show every column some row fills, whole (borders and the
-        scrollbar in): what layout.fit_panes sizes it to, room allowing."""
+        scrollbar in): what geometry.fit_trials sizes it to, room allowing."""
         cols = [w + 2 for (key, _), w, f in zip(COLUMNS, self._widths, self._filled) if f or key in KEEP]
         bar = self.styles.scrollbar_size_vertical if self.row_count + 1 > self.scrollable_content_region.height else 0
         return sum(cols) + 2 + bar
