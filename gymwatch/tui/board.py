@@ -29,7 +29,6 @@ from .geometry import fit_board
 COLUMNS = (("server", "Server"), ("kind", "Kind"), ("state", "State"), ("limit", "Spin-up"),
            ("why", "Phase / why not ready"), ("in", "In state"), ("ttr", "To ready"), ("err", "Err"),
            ("last", "Last line"))
-FLEX = ("why", "last")              # columns cut to the width they get (the others get what they need)
 SHORT_LABELS = {"why": ("Phase / why not ready", "Phase / why", "Phase"), "last": ("Last line", "Last")}
 WHY_WIDTH = 400                     # a phase or reason, whitespace folded; the row cuts it, the line under the board does not
 LAST_WIDTH = 90

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 from textual.message import Message
 from textual.widget import Widget

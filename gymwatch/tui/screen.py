@@ -103,9 +103,9 @@ class MainScreen(Screen):
         self.navigator = Navigator(self.live, self.board, self.trials, self.pane, notify=self.notify,
                                    push_screen=self.app.push_screen, focused_pane=self.focused_pane)
         self.watch(self.trials, "virtual_size", lambda _: self.fit_panes(), init=False)
-        self.watch(self.board, "virtual_size", lambda _: self.call_after_refresh(self.fit_panes), init=False)
+        self.watch(self.board, "virtual_size", lambda _: self.fit_soon(), init=False)
         self.watch(self, "maximized", self._maximized_changed, init=False)
-        self.call_after_refresh(self.fit_panes)
+        self.fit_soon()
         changes = self.live.poll()             # the first frame shows the run, not an empty screen
         changes.reset = True
         self.apply(changes)
@@ -147,14 +147,14 @@ class MainScreen(Screen):
                 self.pane.files_changed(changes.files)
             if state is not None and not self._first_log_queued:
                 self._first_log_queued = True
-                self.call_after_refresh(self._first_log)   # after the tables' own first highlight
+                self.app.call_after_refresh(self._first_log)   # after the tables' own first highlight
             elif self.run_shown and not self.pane.rel and changes.files:
                 name = self.board.server_at_cursor()   # its server had no output when chosen
                 if name:
                     self.navigator.open_server_log(name)
             if self.run_shown and not self.hands_on and state is not None:
                 self._select_waited_on()
-        self.call_after_refresh(self.fit_panes)        # the summary's and the board's heights may have moved
+        self.fit_soon()        # the summary's and the board's heights may have moved
 
     def show_summary(self) -> None:
         """The summary lines and what the board says under its title, from the state now."""
@@ -260,7 +260,13 @@ class MainScreen(Screen):
 
     # --- geometry -------------------------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:
-        self.call_after_refresh(self.fit_panes)
+        self.fit_soon()
+
+    def fit_soon(self) -> None:
+        """fit_panes() once the screen is drawn. The app's after-refresh, not the screen's: a style
+        set from the screen's own queue just after its update was left unlaid-out (`z` on the
+        trials kept their width) until something else moved."""
+        self.app.call_after_refresh(self.fit_panes)
 
     def fit_panes(self) -> None:
         """Size the trials pane to its content (or hide it when the run has no trials), the board
@@ -290,7 +296,7 @@ class MainScreen(Screen):
     def _maximized_changed(self, maximized: Optional[Widget]) -> None:
         """The board maximized wraps its phases whole in their rows; back, one line each."""
         self.board.wrap = maximized is not None and maximized is self.board_pane
-        self.call_after_refresh(self.fit_panes)
+        self.fit_soon()
 
     # --- keys -----------------------------------------------------------------------------------
     def action_toggle_maximize(self) -> None:
