@@ -5,6 +5,8 @@ Both runs are read as `gymwatch report` reads them (core.session.read_run: the s
 verdict), so runs of different Gym versions compare: a trial is (task_index, rollout_index),
 whatever wrote it. The comparison lists
 
+- the statistics of the trials both runs scored, paired on (task, rollout) (diffstats.py), and Gym's
+  own `gym eval compare` report beside them when one sits beside a run (gymcompare.py);
 - every trial whose status or reward differs (a trial a run does not have is null there), and
   whether it got worse: completed in A and failed / never ran / missing / absent in B, or a lower
   reward in B;
@@ -27,6 +29,7 @@ from . import __version__
 from .core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, RunState, Trial
 from .core.sanitize import clean
 from .core.verdict import EXIT_INPUT, EXIT_OK, EXIT_TRIALS, counts, mean_reward, verdict
+from .diffstats import signed
 
 WORSE_STATUSES = (T_FAILED, T_NEVER_RAN, T_MISSING, None)     # None: the trial is not in that run
 
@@ -82,6 +85,14 @@ def _task_stats(trials: list[Trial]) -> dict[str, Any]:
     return out
 
 
+def _by_task(state: RunState) -> dict[int, list[Trial]]:
+    """One walk over the trials (not one per task: quadratic on big runs)."""
+    out: dict[int, list[Trial]] = {}
+    for (task, _), t in state.trials.items():
+        out.setdefault(task, []).append(t)
+    return out
+
+
 def _time_to_ready(state: RunState, name: str) -> Optional[float]:
     from .report import time_to_ready
 
@@ -89,7 +100,11 @@ def _time_to_ready(state: RunState, name: str) -> Optional[float]:
     return time_to_ready(s) if s is not None else None
 
 
-def compare(a: RunState, b: RunState) -> dict[str, Any]:
+def compare(a: RunState, b: RunState, paths: Optional[tuple[str, str]] = None) -> dict[str, Any]:
+    """The whole comparison (the JSON). `paths`: what the user named A and B, to look for Gym's own
+    comparison report beside them."""
+    from . import diffstats, gymcompare
+
     keys = sorted(set(a.trials) | set(b.trials))
     trials = []
     for k in keys:
@@ -101,11 +116,12 @@ def compare(a: RunState, b: RunState) -> dict[str, Any]:
                 "a_status": ta.status if ta else None, "b_status": tb.status if tb else None,
                 "a_reward": ta.reward if ta else None, "b_reward": tb.reward if tb else None,
                 "change": what})
-    tasks = []
-    for task in sorted({k[0] for k in keys}):
-        ga = [t for k, t in a.trials.items() if k[0] == task]
-        gb = [t for k, t in b.trials.items() if k[0] == task]
-        tasks.append({"task_index": task, "a": _task_stats(ga), "b": _task_stats(gb)})
+    by_task_a, by_task_b = _by_task(a), _by_task(b)
+    tasks = [{"task_index": task, "a": _task_stats(by_task_a.get(task, [])), "b": _task_stats(by_task_b.get(task, []))}
+             for task in sorted(by_task_a.keys() | by_task_b.keys())]
+    stats, per_task = diffstats.paired_stats(a, b)
+    for t in tasks:
+        t.update(per_task.get(t["task_index"]) or diffstats.TaskPairs().json(False))
     servers = []
     for name in sorted(set(a.servers) | set(b.servers)):
         sa, sb = a.servers.get(name), b.servers.get(name)
@@ -116,6 +132,7 @@ def compare(a: RunState, b: RunState) -> dict[str, Any]:
     return {"gymwatch_version": __version__, "a": _side(a), "b": _side(b), "trials": trials,
             "tasks": tasks, "servers": servers, "worse": worse,
             "better": sum(1 for t in trials if t["change"] == "better"),
+            "stats": stats, "gym_compare": gymcompare.find(*paths, a, b, stats, per_task) if paths else None,
             "exit_code": EXIT_TRIALS if worse else EXIT_OK}
 
 
@@ -159,6 +176,7 @@ def to_text(d: dict[str, Any]) -> str:
         out.append(f"   verdict {s['verdict']}: {clean(s['reason'])}")
         out.append(f"   {counts_text(s['counts'])}; mean reward {reward(s['mean_reward'])}")
     out.append("")
+    out += stats_lines(d)
     n = len(d["trials"])
     out.append(f"trials that changed: {n}" + (f" ({d['worse']} worse, {d['better']} better)" if n else ""))
     if n:
@@ -167,14 +185,15 @@ def to_text(d: dict[str, Any]) -> str:
                        status(t["b_status"]), reward(t["b_reward"]), "WORSE" if t["change"] == "worse" else t["change"]]
                       for t in d["trials"]], right=frozenset({0, 1, 3, 5}))
     out.append("")
-    out.append("tasks (trials ok/failed/never ran/missing; * changed):")
+    out.append("tasks (trials ok/failed/never ran/missing; * changed; paired: the trials both runs scored):")
     rows = []
     for t in d["tasks"]:
         a, b = t["a"], t["b"]
         same = (a["mean_reward"], counts_key(a)) == (b["mean_reward"], counts_key(b))
         rows.append([str(t["task_index"]), reward(a["mean_reward"]), reward(b["mean_reward"]), short_counts(a),
-                     short_counts(b), "" if same else "*"])
-    out += table(["task", "A mean", "B mean", "A trials", "B trials", ""], rows, right=frozenset({0, 1, 2}))
+                     short_counts(b), *paired_cells(t), "" if same else "*"])
+    out += table(["task", "A mean", "B mean", "A trials", "B trials", "paired", "A -> B paired", "change", "flipped", ""],
+                 rows, right=frozenset({0, 1, 2, 5, 7}))
     out.append("")
     out.append(f"servers (time to ready: {NOT_TIMED} when the run was not watched live):")
     out += table(["server", "A ready in", "A state", "B ready in", "B state"],
@@ -184,6 +203,32 @@ def to_text(d: dict[str, Any]) -> str:
     out.append(f"verdicts: {d['a']['verdict']} -> {d['b']['verdict']}")
     out.append("no trial got worse" if not d["worse"] else f"{d['worse']} trial(s) got worse")
     return "\n".join(out) + "\n"
+
+
+def stats_lines(d: dict[str, Any]) -> list[str]:
+    """The statistics section: the verdict line, its figures, the flipped tasks, Gym's own
+    comparison beside them."""
+    from .diffstats import flip_text, summary_lines
+    from .gymcompare import lines
+
+    s = d["stats"]
+    out = ["paired on (task, rollout), the trials both runs scored:", f"  {s['verdict']}"]
+    out += [f"  {line}" for line in summary_lines(s)]
+    if s["flipped"]:
+        out.append(f"  flipped tasks ({len(s['flipped'])}):")
+        out += [f"    {flip_text(f)}" for f in s["flipped"]]
+    out.append("")
+    if d["gym_compare"] is not None:
+        out += [clean(line) for line in lines(d["gym_compare"])] + [""]
+    return out
+
+
+def paired_cells(t: dict[str, Any]) -> list[str]:
+    """A task's paired figures: its paired trials, their mean in A -> in B, the change, the flip."""
+    if not t["paired"]:
+        return ["0", "", "", ""]
+    return [str(t["paired"]), f"{reward(t['a_paired_mean'])} -> {reward(t['b_paired_mean'])}", signed(t["change"]),
+            FLIP_WORDS.get(t["flip"] or "", "")]
 
 
 def counts_key(c: dict[str, Any]) -> tuple:
@@ -205,23 +250,48 @@ def to_markdown(d: dict[str, Any]) -> str:
         s = d[side]
         out.append(f"| {side.upper()} | `{_md(s['path'])}` | {s['gym_version'] or '?'} | **{s['verdict']}** | "
                    f"{short_counts(s['counts'])} | {reward(s['mean_reward'])} |")
+    out += md_stats(d)
     out += ["", f"## Trials that changed ({len(d['trials'])}; {d['worse']} worse)", ""]
     if d["trials"]:
         out += ["| task | rollout | A status | A reward | B status | B reward | |", "|---|---|---|---|---|---|---|"]
         for t in d["trials"]:
             out.append(f"| {t['task_index']} | {t['rollout_index']} | {status(t['a_status'])} | {reward(t['a_reward'])} "
                        f"| {status(t['b_status'])} | {reward(t['b_reward'])} | {'**worse**' if t['change'] == 'worse' else t['change']} |")
-    out += ["", "## Tasks", "", "| task | A mean | B mean | A ok/failed/never/missing | B ok/failed/never/missing |",
-            "|---|---|---|---|---|"]
+    out += ["", "## Tasks", "", "| task | A mean | B mean | A ok/failed/never/missing | B ok/failed/never/missing "
+            "| paired | A paired mean | B paired mean | change | flipped |", "|---|---|---|---|---|---|---|---|---|---|"]
     for t in d["tasks"]:
         out.append(f"| {t['task_index']} | {reward(t['a']['mean_reward'])} | {reward(t['b']['mean_reward'])} "
-                   f"| {short_counts(t['a'])} | {short_counts(t['b'])} |")
+                   f"| {short_counts(t['a'])} | {short_counts(t['b'])} | {t['paired']} | {reward(t['a_paired_mean'])} "
+                   f"| {reward(t['b_paired_mean'])} | {'-' if t['change'] is None else signed(t['change'])} "
+                   f"| {FLIP_WORDS.get(t['flip'] or '', '')} |")
     out += ["", "## Servers", "", "| server | A time to ready | B time to ready | A state | B state |",
             "|---|---|---|---|---|"]
     for s in d["servers"]:
         out.append(f"| {_md(s['name'])} | {seconds(s['a_time_to_ready'])} | {seconds(s['b_time_to_ready'])} "
                    f"| {status(s['a_state'])} | {status(s['b_state'])} |")
     return "\n".join(out) + "\n"
+
+
+FLIP_WORDS = {"pass_to_fail": "passed -> failed", "fail_to_pass": "failed -> passed"}
+
+
+def md_stats(d: dict[str, Any]) -> list[str]:
+    from .diffstats import flip_text, summary_lines
+    from .gymcompare import lines
+
+    s = d["stats"]
+    out = ["", "## Statistics", "", "Paired on (task, rollout): the trials both runs scored.", "",
+           f"**{_md(s['verdict'])}**", ""]
+    out += [f"- {_md(line)}" for line in summary_lines(s)]
+    if s["flipped"]:
+        out += ["", f"Flipped tasks ({len(s['flipped'])}):", ""] + [f"- {_md(flip_text(f))}" for f in s["flipped"]]
+    g = d["gym_compare"]
+    if g is not None:
+        head, *rest = lines(g)
+        out += ["", "### " + _md(head), ""]
+        out += [("  - " if line.startswith("    - ") else "- ") + _md(line.strip().removeprefix("- "))
+                for line in rest]
+    return out
 
 
 def render(d: dict[str, Any], fmt: str) -> str:
@@ -233,11 +303,17 @@ def render(d: dict[str, Any], fmt: str) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diff", help="what changed between two runs (trials, tasks, servers, verdicts)",
-                       description="Compare run A with run B: trials whose status or reward changed, per-task "
-                       "mean reward and counts, servers' time to ready, the two verdicts. Exit 0: no trial got "
-                       "worse; 1: some did (completed -> failed / never ran / missing, or a lower reward); "
-                       "3: a run is unreadable.")
+    p = sub.add_parser("diff", help="what changed between two runs, with its uncertainty (trials, tasks, servers, "
+                       "verdicts)",
+                       description="Compare run A with run B. First a verdict line from the trials both runs "
+                       "scored, paired on (task, rollout): how many tasks got worse / better, the mean reward "
+                       "difference with a 95% interval (tasks resampled; none below 10 tasks), McNemar's exact "
+                       "test for 0/1 rewards, the tasks that flipped; trials one run did not score are counted "
+                       "apart. Gym's own `gym eval compare` report (compare_report.json beside B or A) is shown "
+                       "beside it, with where the two disagree. Then the trials whose status or reward changed, "
+                       "per-task mean reward and counts, servers' time to ready, the two verdicts. Exit 0: no "
+                       "trial got worse; 1: some did (completed -> failed / never ran / missing, or a lower "
+                       "reward); 3: a run is unreadable.")
     p.add_argument("a", metavar="A", help="the earlier (reference) run")
     p.add_argument("b", metavar="B", help="the run to compare with it")
     p.add_argument("--format", choices=("text", "json", "md"), default="text")
@@ -253,6 +329,6 @@ def _diff(args: argparse.Namespace) -> int:
     except Unreadable as exc:
         print(f"gymwatch: diff: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_INPUT
-    d = compare(a, b)
+    d = compare(a, b, (args.a, args.b))
     sys.stdout.write(render(d, args.format))
     return d["exit_code"]

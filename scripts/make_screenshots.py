@@ -49,6 +49,27 @@ def staged(case: str, times: list[float], tmp: Path, stuck: float = 0.0):
     return make_app(live, clock)
 
 
+async def compare_shot(out: Path, size: tuple[int, int] = (120, 40)) -> None:
+    """The runs browser's compare screen on two runs of 50 tasks (tests/runbuilder.scored_pair:
+    made, not recorded: the recorded runs have 5 tasks, too few for an interval)."""
+    from textual.app import App
+
+    from gymwatch.browse.compare import CompareScreen
+    from runbuilder import scored_pair
+
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = scored_pair(Path(tmp) / "runs")
+        app = App()
+        app.title = "gymwatch browse"
+        async with app.run_test(size=size) as pilot:
+            screen = CompareScreen(str(a), str(b), [str(Path(tmp) / "runs")])
+            app.push_screen(screen)
+            await wait_for(pilot, lambda: screen.loaded)
+            await pilot.pause(0.2)
+            app.save_screenshot(filename=out.name, path=str(out.parent))
+    print(out)
+
+
 async def serve_shot(case: str, out: Path) -> None:
     """`gymwatch serve` on a recorded run, as a browser on a laptop shows it (through the same
     headless chromium the serve tests drive)."""
@@ -81,6 +102,8 @@ async def main(out: Path) -> None:
     await shoot(fixture_app(cases07 / "g07_spinup_timeout"), out / "g07_spinup_timeout.svg")
     await shoot(fixture_app(cases07 / "g07_run_failures_sidecar"), out / "g07_failed_trial_card.svg",
                 ("right_square_bracket", "enter"))
+    # `gymwatch diff` as the runs browser's compare screen: the verdict line, flipped tasks first
+    await compare_shot(out / "compare_stats.svg")
     await serve_shot("aborted_500", out / "serve_aborted_500.png")
 
 

@@ -55,3 +55,31 @@ class Run:
     def finish(self) -> None:
         self.lines("gym_eval_run.stdout.log", "Finished rollout collection! View results at:")
         self.write(f"{self.stem}_aggregate_metrics.json", "[]", append=False)
+
+
+def scored_pair(root: Path, tasks: int = 50, repeats: int = 4) -> tuple[Path, Path]:
+    """Two finished runs of the same tasks with 0/1 rewards (root/A, root/B), made the same way every
+    time: B fails every trial of tasks 3, 11 and 27 that A passed (flipped), passes every trial of
+    task 8 that A failed, and does a little worse or better on a few more; task 40's last two
+    trials never ran in B, and task 45's last one failed there (both counted apart, not paired)."""
+    a, b = Run(root / "A"), Run(root / "B")
+    for run in (a, b):
+        run.ready_server("env", 15000)
+        run.expect(tasks, repeats)
+    worse = {3: 0, 11: 0, 27: 0, 5: 2, 14: 2, 19: 3, 33: 2}     # task: how many of A's passes B keeps
+    better = {8: repeats, 21: 3}
+    for t in range(tasks):
+        passes = 0 if t in better else [repeats, 3, 2, 0, repeats][t % 5] if t not in worse else repeats
+        b_passes = worse.get(t, better.get(t, passes))
+        for r in range(repeats):
+            a.rows("", rollout(t, r, reward=1.0 if r < passes else 0.0))
+            if t == 40 and r >= 2:
+                b.rows("", rollout(t, r, reward=0.0, ran=False))
+            elif t == 45 and r == repeats - 1:
+                b.rows("_failures", {"_ng_task_index": t, "_ng_rollout_index": r,
+                                     "_ng_failure_class": "agent_run_error", "error": "HTTP 500"})
+            else:
+                b.rows("", rollout(t, r, reward=1.0 if r < b_passes else 0.0))
+    for run in (a, b):
+        run.finish()
+    return a.root, b.root

@@ -28,6 +28,7 @@ from gymwatch.core.layout import Listings, discover, list_dir
 from gymwatch.core.session import read_run
 from gymwatch.tui.card import TrialCard
 from gymwatch.core.verdict import counts, mean_reward, verdict
+from runbuilder import scored_pair
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = FIXTURES / "gym-0.4.0-cases"
@@ -993,6 +994,80 @@ def test_snapshot_compare_screen(snap_compare, tmp_path, monkeypatch):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(110, 30), run_before=run_before)
+
+
+async def open_compare(pilot, app, a: Path, b: Path, roots: list[str]) -> CompareScreen:
+    cmp = CompareScreen(str(a), str(b), roots)
+    app.push_screen(cmp)
+    for _ in range(250):
+        if cmp.loaded:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+    return cmp
+
+
+async def test_compare_screen_shows_the_statistics_with_the_flipped_tasks_first(tmp_path):
+    from textual.app import App
+
+    a, b = scored_pair(tmp_path / "runs")
+    app = App()
+    async with app.run_test(size=(120, 40)) as pilot:
+        cmp = await open_compare(pilot, app, a, b, [str(tmp_path / "runs")])
+        st = cmp.result["stats"]
+        head = cmp.query_one("#cmp-head").render().plain
+        assert st["verdict"] in head and st["verdict"].startswith("B is worse on 7 of 50 tasks, better on 2; mean -0.061 [")
+        more = cmp.query_one("#cmp-tasks").render().plain.splitlines()
+        assert more[0] == "flipped: tasks 3, 11, 27 passed -> failed; task 8 failed -> passed"
+        assert "  McNemar exact (0/1 rewards): 19 passed in A only, 7 in B only; p = 0.03" in more
+        assert "  counted apart: 3 scored in A only (B: 1 failed, 2 never ran), 0 in B only" in more
+        first = more.index(next(line for line in more if line.startswith("tasks, flipped first")))
+        assert more[first + 1].split() == ["task", "change", "A", "->", "B", "paired", "(n)", "flipped", "A", "trials",
+                                           "B", "trials"]
+        order = [int(line.split()[0]) for line in more[first + 2:first + 11]]
+        assert order == [3, 11, 27, 8, 5, 14, 33, 19, 21]      # flipped, then worse by how much, then better
+        assert more[first + 2].split() == ["3", "-1.000", "1.000", "->", "0.000", "4", "passed", "->", "failed",
+                                           "4/0/0/0", "4/0/0/0"]
+        tasks_shown = more[first + 2:more.index("servers: time to ready and state")]
+        assert len(tasks_shown) == 50 and "none scored in both" not in "".join(tasks_shown)
+
+
+async def test_compare_screen_shows_gyms_own_report_and_where_it_disagrees(tmp_path):
+    from textual.app import App
+
+    fx = FIXTURES / "gym-0.7.0-cases"
+    b = tmp_path / "g07_some_never_ran"
+    shutil.copytree(fx / "g07_some_never_ran", b)
+    shutil.copy(FIXTURES / "gym-0.7.0-compare" / "g07_mixed_ok-vs-g07_some_never_ran" / "compare_report.json", b)
+    app = App()
+    async with app.run_test(size=(160, 50)) as pilot:
+        cmp = await open_compare(pilot, app, fx / "g07_mixed_ok", b, [])
+        more = cmp.query_one("#cmp-tasks").render().plain
+        assert f"Gym's own comparison ({b / 'compare_report.json'}, nemo-gym 0.7.0)" in more
+        assert "    - tasks compared: Gym 5 (in both runs' metrics), gymwatch 3 (with a trial both runs scored)" in more
+        assert "(no interval: 3 tasks scored in both runs, 10 needed)" in cmp.query_one("#cmp-head").render().plain
+        assert any(line.split()[:5] == ["1", "none", "scored", "in", "both"] for line in more.splitlines())
+
+
+def compare_snapshot(snap_compare, tmp_path, monkeypatch, size):
+    from textual.app import App
+
+    a, b = scored_pair(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    app = App()
+
+    async def run_before(pilot):
+        await open_compare(pilot, app, a, b, [str(tmp_path / "runs")])
+
+    return snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_snapshot_compare_statistics_80x24(snap_compare, tmp_path, monkeypatch):
+    assert compare_snapshot(snap_compare, tmp_path, monkeypatch, (80, 24))
+
+
+def test_snapshot_compare_statistics_200x50(snap_compare, tmp_path, monkeypatch):
+    assert compare_snapshot(snap_compare, tmp_path, monkeypatch, (200, 50))
 
 
 @pytest.mark.parametrize("screen", ["detail", "compare", "line"])

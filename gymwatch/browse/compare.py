@@ -1,10 +1,12 @@
 """The browser's comparison of two runs: `gymwatch diff A B` as a screen.
 
-Both runs are read in a thread (gymwatch.diff.load: the report's model), then the trials that
-changed are a table; `a` / `b` open the selected trial's card in run A / B (the live screen's
-card: status and its rule, answers, conversation, the lines that explain it; `r` there gives the
-row, a listed line opens its log at that line). Everything taken from run files is shown as plain
-Text, never as markup.
+Both runs are read in a thread (gymwatch.diff.load: the report's model). The head says the two
+runs and diff's verdict line; the trials that changed are a table; below it the flipped tasks, the
+statistics, Gym's own comparison report when one is beside the runs, and every task, flipped ones
+first (then the worse by how much, the better, the same). `a` / `b` open the selected trial's card
+in run A / B (the live screen's card: status and its rule, answers, conversation, the lines that
+explain it; `r` there gives the row, a listed line opens its log at that line). Everything taken
+from run files is shown as plain Text, never as markup.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from textual.widgets import DataTable, Footer, Static
 from ..core.model import Evidence, RunState
 from ..core.sanitize import clean
 from ..diff import Unreadable, compare, counts_text, load, reward, seconds, short_counts, status, table
+from ..diffstats import flipped_line, signed, summary_lines
+from ..gymcompare import lines as gym_lines
 from ..tui.typeahead import closed_early
 from .fmt import rel
 
@@ -78,7 +82,7 @@ class CompareScreen(Screen):
         except Unreadable as exc:
             self.app.call_from_thread(self._failed, str(exc))
             return
-        result = compare(a, b)
+        result = compare(a, b, (self.a, self.b))
         self.app.call_from_thread(self._show, a, b, result)
 
     def _failed(self, message: str) -> None:
@@ -95,6 +99,9 @@ class CompareScreen(Screen):
             head.append(s["verdict"], style="bold")
             head.append(f"  {counts_text(s['counts'])}; mean reward {reward(s['mean_reward'])}"
                         f"  (Gym {s['gym_version'] or '?'})\n")
+        st = d["stats"]
+        head.append(st["verdict"], style="bold " + verdict_style(st))
+        head.append("\n")
         n = len(d["trials"])
         head.append(f"{n} trial{'s' if n != 1 else ''} changed", style="bold")
         head.append(f": {d['worse']} worse, {d['better']} better" if n else ": none")
@@ -119,15 +126,26 @@ class CompareScreen(Screen):
             table.add_row(*cells, key=f"{t['task_index']}/{t['rollout_index']}")
 
     def _more(self, d: dict[str, Any]) -> Text:
+        st = d["stats"]
         out = Text()
-        out.append("tasks: mean reward and ok/failed/never ran/missing, A -> B\n", style="bold")
-        same = [(t["a"]["mean_reward"], short_counts(t["a"])) == (t["b"]["mean_reward"], short_counts(t["b"]))
-                for t in d["tasks"]]
-        lines = table(["task", "A mean", "B mean", "A trials", "B trials"],
-                      [[str(t["task_index"]), reward(t["a"]["mean_reward"]), reward(t["b"]["mean_reward"]),
-                        short_counts(t["a"]), short_counts(t["b"])] for t in d["tasks"]], right=frozenset({0, 1, 2}))
-        for line, unchanged in zip(lines, [True, *same]):
-            out.append(line + "\n", style="" if unchanged else "yellow")
+        flipped = flipped_line(st)
+        if flipped:
+            lost = any(f["flip"] == "pass_to_fail" for f in st["flipped"])
+            out.append(flipped + "\n", style=("bold red" if lost else "bold green") if st["flipped"] else "")
+        out.append("paired on (task, rollout), the trials both runs scored\n", style="bold")
+        for line in summary_lines(st):
+            out.append(f"  {line}\n")
+        if d["gym_compare"] is not None:
+            head, *rest = gym_lines(d["gym_compare"])
+            out.append(clean(head) + "\n", style="bold")
+            for line in rest:
+                out.append(clean(line) + "\n", style="yellow" if line.startswith("    - ") else "")
+        out.append("tasks, flipped first (trials ok/failed/never ran/missing)\n", style="bold")
+        tasks = sorted(d["tasks"], key=task_order)
+        lines = table(["task", "change", "A -> B paired", "(n)", "flipped", "A trials", "B trials"],
+                      [task_cells(t) for t in tasks], right=frozenset({0, 1, 3}))
+        for line, style in zip(lines, ["", *map(task_style, tasks)]):
+            out.append(line + "\n", style=style)
         out.append("servers: time to ready and state\n", style="bold")
         for line in table(["server", "A ready in", "A state", "B ready in", "B state"],
                           [[clean(s["name"]), seconds(s["a_time_to_ready"]), status(s["a_state"]),
@@ -170,6 +188,40 @@ class CompareScreen(Screen):
 
         context = f"run {side.upper()}: {self._label(state.root)}"
         self.app.push_screen(TrialCard(shown, context), callback=chosen)
+
+
+FLIP_ORDER = {"pass_to_fail": 0, "fail_to_pass": 1}
+DIRECTION_ORDER = {"worse": 2, "better": 3, "same": 4}
+TASK_STYLE = {"pass_to_fail": "bold red", "fail_to_pass": "bold green", "worse": "red", "better": "green"}
+FLIP_WORDS = {"pass_to_fail": "passed -> failed", "fail_to_pass": "failed -> passed"}
+
+
+def task_order(t: dict[str, Any]) -> tuple:
+    """Flipped tasks first (passed -> failed, then back), then the worse by how much, the better,
+    the same, and last the tasks no trial of which both runs scored."""
+    rank = FLIP_ORDER.get(t["flip"] or "", DIRECTION_ORDER.get(t["direction"] or "", 5))
+    return rank, t["change"] if rank == 2 else -(t["change"] or 0.0), t["task_index"]
+
+
+def task_style(t: dict[str, Any]) -> str:
+    """Flips and changes in red / green; a task whose trials' statuses changed, yellow."""
+    moved = short_counts(t["a"]) != short_counts(t["b"])
+    return TASK_STYLE.get(t["flip"] or "", TASK_STYLE.get(t["direction"] or "", "yellow" if moved else ""))
+
+
+def task_cells(t: dict[str, Any]) -> list[str]:
+    """task, change, paired means A -> B, how many paired, the flip, the trials' counts."""
+    if t["paired"]:
+        paired = [signed(t["change"]), f"{reward(t['a_paired_mean'])} -> {reward(t['b_paired_mean'])}", str(t["paired"])]
+    else:
+        paired = ["", "none scored in both", "0"]
+    return [str(t["task_index"]), *paired, FLIP_WORDS.get(t["flip"] or "", ""), short_counts(t["a"]), short_counts(t["b"])]
+
+
+def verdict_style(st: dict[str, Any]) -> str:
+    if st["tasks_worse"] > st["tasks_better"]:
+        return "red"
+    return "green" if st["tasks_better"] > st["tasks_worse"] else ""
 
 
 class EvidenceScreen(Screen):
