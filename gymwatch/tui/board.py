@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
 from ..core import attribution, gymversion
-from ..core.model import FAILED, READY, EXITED, RunState, Server
+from ..core.model import EXITED, FAILED, READY, STARTING, RunState, Server
 from ..core.verdict import parent_ended
 from .fmt import KIND_LABEL, STATE_LOOK, body, duration, plain
 from .head import Probe
@@ -437,7 +437,7 @@ def probe_text(s: Server, probe: Probe) -> Optional[Text]:
 
 def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) -> Text:
     if s.state == FAILED:
-        return plain(s.failure_reason or "failed", WHY_WIDTH, "red")
+        return plain(s.failure_reason or FAILED, WHY_WIDTH, "red")
     if s.became_ready or s.state in (READY, EXITED):
         phase = "" if s.phase == s.state else s.phase    # not `● ready  ready`: the State column says it
         r = attribution.server_trouble(state, s)
@@ -448,7 +448,7 @@ def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) 
     if s.phase:
         why = s.phase
     elif s.last_line:
-        why = "starting"
+        why = STARTING
     else:
         why = "no output yet" + ("; Gym waiting for it" if s.name in (state.parent.pending or []) else "")
     if slow:

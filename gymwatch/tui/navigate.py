@@ -26,7 +26,7 @@ from .card import AroundIt, TrialCard
 from .live import LiveRun
 from .logpane import LogPane
 from .logscreens import LineScreen
-from .trials import TrialsTable
+from .trials import ALL, TrialsTable
 
 PROBLEMS = (T_FAILED, T_NEVER_RAN, T_MISSING)
 SERVER, TRIAL = "server", "trial"       # the kinds of failure `]` / `[` step through
@@ -214,7 +214,7 @@ class Navigator:
             self.open_server_evidence(state.servers[ref])
         else:
             if not self.trials.select(ref):
-                self.trials.set_filter("all")
+                self.trials.set_filter(ALL)
                 self.trials.select(ref)
             self.trials.focus()
             t = state.trials[ref]

@@ -35,7 +35,7 @@ from .polling import HeadProbed, Poller, RunChanged, WatcherStopped
 from .retryscreen import RetryScreen
 from .summary import Summary, reason_text, summary_text
 from .trials import TrialsTable
-from .watch import ChangeSource, watchfiles_source
+from .watch import POLLING, ChangeSource, watchfiles_source
 
 
 class MainScreen(Screen):
@@ -165,7 +165,7 @@ class MainScreen(Screen):
         live = v is not None and v.name in (V_STARTING, V_COLLECTING)
         elapsed = self.clock() - self.live.started_at() if live else None
         rate, eta = self.live.rate_eta() if v is not None and v.name == V_COLLECTING else (None, None)
-        polling = "polling" if self.poller.watch_mode == "polling" else ""
+        polling = POLLING if self.poller.watch_mode == POLLING else ""
         mode = " · ".join(x for x in ("replay" if self.live.replay else "", polling, self.head_error,
                                       self.live.catching_up()) if x)
         line1 = summary_text(self.live.root.name, state, v, elapsed, self.live.done_total(), rate, eta)

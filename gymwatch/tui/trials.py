@@ -31,11 +31,13 @@ from .geometry import KEEP, fit_columns
 
 COLUMNS = (("task", "Task"), ("rollout", "Roll"), ("attempt", "Att"), ("status", "Status"),
            ("gym", "Gym"), ("reward", "Reward"), ("tokens", "Tokens in/out"), ("why", "Failure"))
-FILTERS = ("all", T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING, "reward_0", "wrong")   # "all", a status, or one of two
+ALL, BY_KEY = "all", "key"      # the filter that keeps every trial; the sort by (task, rollout)
+REWARD_0, WRONG = "reward_0", "wrong"
+FILTERS = (ALL, T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING, REWARD_0, WRONG)   # "all", a status, or one of two
 # "Why did 30 trials score 0?": reward_0 lists every trial with a 0 reward (recorded, or withheld
 # because it never ran) so their statuses tell them apart; wrong: completed, answered, scored 0.
-FILTER_WORDS = {"reward_0": "reward 0", "wrong": "completed but 0", T_NEVER_RAN: "never-ran"}
-SORTS = ("key", "status", "reward", "tokens")
+FILTER_WORDS = {REWARD_0: "reward 0", WRONG: "completed but 0", T_NEVER_RAN: "never-ran"}
+SORTS = (BY_KEY, "status", "reward", "tokens")
 SEVERITY = {T_NEVER_RAN: 0, T_FAILED: 1, T_MISSING: 2, T_PENDING: 3, T_COMPLETED: 4}
 NEEDS_A_LOOK = (T_FAILED, T_NEVER_RAN, T_MISSING)    # the trials `]` goes through, in key order
 WHY_MAX = 100           # characters of a failure shown in its cell
@@ -173,8 +175,8 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
     def __init__(self, **kw):
         super().__init__(**kw)
         self.state: Optional[RunState] = None
-        self.filter_by = "all"      # a FILTERS name
-        self.sort_by = "key"
+        self.filter_by = ALL        # a FILTERS name
+        self.sort_by = BY_KEY
         self.descending = False
         self.cursor = 0
         self.picked = False         # the user moved the cursor: it is theirs, no longer put on a problem
@@ -322,11 +324,11 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
 
     def _kept(self, t: Trial) -> bool:
         """Does the filter keep `t`?"""
-        if self.filter_by == "reward_0":
+        if self.filter_by == REWARD_0:
             return t.reward == 0 or (t.reward is None and t.withheld_reward == 0)
-        if self.filter_by == "wrong":
+        if self.filter_by == WRONG:
             return t.status == T_COMPLETED and t.reward == 0
-        return self.filter_by == "all" or t.status == self.filter_by
+        return self.filter_by == ALL or t.status == self.filter_by
 
     def _value(self, t: Trial) -> tuple:
         v = sort_value(t, self.sort_by)
@@ -334,7 +336,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
 
     def _title(self) -> None:
         n = len(self.state.trials) if self.state else 0
-        if self.filter_by != "all":
+        if self.filter_by != ALL:
             shown = f" · showing {FILTER_WORDS.get(self.filter_by, self.filter_by)} ({self.row_count})"
         elif self._problems:
             following, only = self.keys_told
@@ -479,7 +481,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
             return                               # on the border
         x, y = offset
         if y == 0:                               # the header: sort by that column
-            by = {"status": "status", "reward": "reward", "tokens": "tokens"}.get(self._column_at(x) or "", "key")
+            by = {"status": "status", "reward": "reward", "tokens": "tokens"}.get(self._column_at(x) or "", BY_KEY)
             self.set_sort(by)
             return
         if y > self.rows_shown:                  # the failure under the rows: the card has it all
