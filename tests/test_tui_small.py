@@ -114,6 +114,20 @@ async def test_z_gives_the_pane_the_screen(size, pane):
         assert app.trials.region.width < size[0] or size[0] < 100       # back beside the log
 
 
+async def test_z_again_on_the_trials_gives_them_the_whole_screen_again():
+    """Maximized a second time (z, z, z), the trials kept their width beside the log: a centred
+    box over a hatch (their inline width was cleared after the layout, which Textual did not redo)."""
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settled(pilot)
+        app.trials.focus()
+        for _ in range(3):
+            await pilot.press("z")
+            await pilot.pause(0.3)
+        assert app.screen.maximized is app.trials
+        assert app.trials.region == Region(0, 0, 200, 49)
+
+
 # --- toasts ---------------------------------------------------------------------------------------
 def verdict_line_bottom(app) -> int:
     """The row under the summary's first line(s): the verdict and the counts."""

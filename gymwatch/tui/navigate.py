@@ -225,7 +225,7 @@ class Navigator:
 
 def focused_pane(screen: Screen, panes: tuple[Widget, ...]) -> Optional[Widget]:
     """The one of `panes` holding the focus on `screen` (None while another screen is on top)."""
-    node = screen.focused if screen.is_current else None
+    node = screen.focused if screen.app.screen is screen else None
     while isinstance(node, Widget):
         if node in panes:
             return node

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, RadioButton, RadioSet, Static
 
@@ -45,7 +45,7 @@ class RetryScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     RetryScreen { align: center middle; }
-    RetryScreen > Vertical { width: 100; max-width: 96%; height: auto; max-height: 90%;
+    RetryScreen > VerticalScroll { width: 100; max-width: 96%; height: auto; max-height: 90%;
                              border: thick $accent; background: $surface; padding: 0 1; }
     RetryScreen RadioSet { width: 100%; border: none; padding: 0; }
     RetryScreen #retry-said { height: auto; margin-top: 1; }
@@ -62,7 +62,7 @@ class RetryScreen(ModalScreen[None]):
         self.written: Optional[Path] = None
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with VerticalScroll():
             yield Static(Text("Retry file: the inputs of trials that did not complete, for gym eval run --input",
                               style="bold"))
             with RadioSet(id="retry-which"):

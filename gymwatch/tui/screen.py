@@ -304,6 +304,8 @@ class MainScreen(Screen):
             self.minimize()
             return
         pane = geometry.maximizable(self.focused_pane(), self.board)
+        if pane is self.trials:      # the stylesheet's width before the layout (after it, Textual kept theirs)
+            geometry.fit_trials(self.trials, 0, self.size, stacked=True)
         if pane is not None:
             self.maximized = pane
 
@@ -345,6 +347,9 @@ class MainScreen(Screen):
         """`R`: the retry file for the selected trial (the trials pane focused) or for all."""
         if self.live.session is None:
             self.notify("no run to read yet", markup=False)
+            return
+        if not self.live.rerunnable():
+            self.notify("nothing to rerun: every trial completed or is still pending", markup=False)
             return
         t = self.trials.trial_at_cursor() if self.focused_pane() is self.trials else None
         self.app.push_screen(RetryScreen(self.live, t.key if t is not None else None))
