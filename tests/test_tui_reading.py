@@ -16,7 +16,7 @@ from gymwatch.tui.polling import RunChanged
 from gymwatch.tui.retryscreen import RetryScreen
 from gymwatch.tui.screen import MainScreen
 from test_tui_app import copy_case
-from tuihelpers import fixture_app, settled, wait_for
+from tuihelpers import fixture_app, settled, toasts, wait_for
 
 SIZE = (120, 40)
 SIDECAR = CASES07 / "g07_run_failures_sidecar"        # tasks 1 and 3 failed, 6 completed
@@ -114,3 +114,13 @@ async def test_R_from_the_board_writes_every_trial_that_did_not_complete(tmp_pat
         assert await wait_for(pilot, lambda: written.exists())
         rows = materialized(run)
         assert written.read_bytes() == b"".join(rows[k] for k in failed)
+
+
+async def test_R_on_a_run_where_every_trial_completed_says_so_and_writes_nothing(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = fixture_app("mixed_ok")
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("R")
+        assert await wait_for(pilot, lambda: any("nothing to rerun" in m for m in toasts(app)))
+        assert not isinstance(app.screen, RetryScreen) and list(tmp_path.iterdir()) == []
