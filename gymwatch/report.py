@@ -363,7 +363,16 @@ def _json_trials(state: RunState, trials: list[Trial], lo: int, hi: int) -> Iter
 SPLIT_MIN = 20_000   # trials worth a second process for the JSON report (its fork: ~10 ms)
 
 
-def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None) -> None:
+def json_tail(extra: Optional[dict[str, Any]] = None) -> str:
+    """The JSON report's end; `extra` keys after `trials` (`report --ray`'s `ray`)."""
+    if not extra:
+        return JSON_TAIL
+    text = to_json_bytes(extra, indent=2).decode()
+    return "\n  ],\n  " + text.strip()[1:-1].strip() + "\n}\n"     # its keys, indented as the report's
+
+
+def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None,
+               extra: Optional[dict[str, Any]] = None) -> None:
     """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text. Only for a
     process that does nothing else (`gymwatch report`: no threads, the model frozen): with many
     trials and a second core, a forked child writes the back half of the trials into an
@@ -383,7 +392,7 @@ def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[d
             pid, fd = child
             child = None
             _copy_back(pid, fd, out, lambda: _json_trials(state, trials, cut, n))
-        out.write(JSON_TAIL)
+        out.write(json_tail(extra))
     finally:
         if child is not None:      # stopped before its half was wanted (the reader went away)
             os.kill(child[0], signal.SIGKILL)
