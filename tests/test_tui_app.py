@@ -429,3 +429,25 @@ async def test_l_on_a_server_or_a_trial_opens_its_log():
         assert await wait_for(pilot, lambda: app.pane.rel == cause.file and app.pane.line == cause.line)
         assert type(asked[-1]).__name__ == "CauseRequested" and asked[-1].trial.key == (1, 0)
         assert asked[-1].control is app.trials
+
+
+async def test_the_earlier_names_of_the_screen_still_drive_it():
+    """Scripts and tests written against earlier versions call `started`, `apply`,
+    `open_server_log` and `open_trial_card` on the app: they still do what they did."""
+    from gymwatch.core.model import T_FAILED
+    from gymwatch.core.reducer import Changes
+    from tuihelpers import fixture_app, wait_for
+
+    app = fixture_app(CASES / "aborted_500")
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        assert app.started is app.run_shown is True
+        app.apply(Changes(reset=True))
+        app.open_server_log("policy_model", force=True)
+        assert await wait_for(pilot, lambda: (app.pane.rel or "").endswith("policy_model.log"))
+        t = next(t for t in app.live.state.trials.values() if t.status != T_FAILED)
+        app.open_trial_card(t)
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "TrialCard"
+                              and bool(app.screen.query("#card-lines")))
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: app.screen is app.main)

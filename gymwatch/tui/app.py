@@ -23,6 +23,8 @@ from textual.notifications import Notify
 from textual.screen import Screen
 
 from ..core.layout import discover
+from ..core.model import Evidence, Trial
+from ..core.reducer import Changes
 from . import geometry, keymap
 from .board import ReadinessBoard
 from .commands import GymwatchCommands
@@ -83,6 +85,24 @@ class GymwatchApp(App):
     def run_shown(self) -> bool:
         """The screen has shown its first poll and the log pane has its first file."""
         return self.main.run_shown
+
+    @property
+    def started(self) -> bool:
+        """The earlier name of `run_shown`, kept for scripts and tests written against it."""
+        return self.run_shown
+
+    def apply(self, changes: Changes) -> None:
+        """Show what a poll changed (the main screen's `apply`)."""
+        self.main.apply(changes)
+
+    def open_evidence(self, ev: Optional[Evidence]) -> None:
+        self.main.navigator.open_evidence(ev)
+
+    def open_server_log(self, name: str, force: bool = False) -> None:
+        self.main.navigator.open_server_log(name, force)
+
+    def open_trial_card(self, t: Trial) -> None:
+        self.main.navigator.open_trial_card(t)
 
     @property
     def polls(self) -> int:
