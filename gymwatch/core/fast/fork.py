@@ -22,7 +22,7 @@ import msgspec
 
 from . import enabled
 from ..procs import usable_cpus
-from ..records import BadLine, Row, RowFacts
+from ..rowfacts import BadLine, Row, RowFacts
 from ..tail import Tailer
 
 
