@@ -362,7 +362,7 @@ def find_hydra_dirs(d: Path, depth: int = 3, ls: Optional[Listings] = None) -> l
 
 
 def _hydra_dirs(d: str, depth: int, ls: Listings, found: list[str]) -> None:
-    """find_hydra_dirs by path strings (a Path a visited dir cost a run's discovery ~10%)."""
+    """find_hydra_dirs by path strings (a Path a visited dir was a large part of a run's discovery)."""
     if ls.is_dir(d, ".hydra"):
         found.append(d)
     if depth == 0:

@@ -30,7 +30,7 @@ from .tail import Tailer, read_head, read_head_stat
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
 READ_BUDGET = 8 << 20      # bytes of one file read per slice
-LIVE_SLICE = 1 << 20       # ... when a poll has a time budget (~0.1 s of a server log's lines)
+LIVE_SLICE = 1 << 20       # ... when a poll has a time budget (a slice well within it)
 SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the run has
 ROWS_LOOK_EVERY = 0.2       # ... while the collector runs and no rollouts file is known
 KEYS_CHILD_MIN = 32 << 20    # bytes of materialized inputs worth a forked child (core/fast/fork.py)
@@ -571,7 +571,7 @@ def read_now(session: RunSession) -> None:
 
 def _whole_json(data: bytes) -> None:
     """ValueError unless `data` is one whole JSON document (msgspec, checking its syntax without
-    making its values: ~15x faster than json on a summary's aggregate metrics; json for what msgspec
+    making its values: far faster than json on a summary's aggregate metrics; json for what msgspec
     refuses, NaN)."""
     try:
         msgspec.json.decode(data, type=msgspec.Raw)
