@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import io
-from typing import Any, Iterator, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Iterator, Optional, TextIO
 
 from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
 from .core import attempts, attribution, gymversion, health, rerun
-from .jobreport import job_json, job_lines, job_markdown
 from .core.model import (
     EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_QUEUED, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
     EndpointWait,
     Evidence, GymHealth, Retrying, RunState, Server, Trial,
 )
-from .core.cluster.record import Submission
 from .core.fast import fork
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
+
+if TYPE_CHECKING:
+    from .core.cluster.record import Submission
 
 SHOW_TRIALS = 50   # text/markdown list at most this many problem trials; JSON lists all
 JSON_CHUNK = 2000  # trials serialised per piece
@@ -151,8 +152,17 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
         "notes": notes(state),
         "unreadable": [{"file": u.file, "reason": u.reason, "rows": u.rows} for u in state.unreadable.values()],
         "rerun": rerun.summary_json(rerun.plan(state), retry_input),
-        "job": job_json(state),
+        "job": _job_part("job_json", state),
     }
+
+
+def _job_part(name: str, state: RunState) -> Any:
+    """A submitted run's job in the report (jobreport.py, imported only for one); None otherwise."""
+    if state.job is None:
+        return None
+    from . import jobreport
+
+    return getattr(jobreport, name)(state)
 
 
 def notes(state: RunState) -> list[str]:
@@ -206,7 +216,7 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
         out.append(f"  also {_line(e)}")
     for note in notes(state):
         out.append(f"  note: {clean(note)}")
-    job = job_lines(state)
+    job = _job_part("job_lines", state)
     out.extend(["", *job] if job else [])
     out.append("")
     out.extend(_servers_text(state))
@@ -312,7 +322,7 @@ def to_markdown(state: RunState, v: Optional[Verdict] = None, title: str = "# gy
         md.append(f"- evidence: `{v.evidence.where()}` {_md(_cut(said(v.evidence), 160))}".rstrip())
     for e in v.related[:6]:
         md.append(f"- related: `{e.where()}` {_md(_cut(said(e), 160))}".rstrip())
-    job = job_markdown(state)
+    job = _job_part("job_markdown", state)
     if job:
         md += [*([""] if md[-1] else []),
                *(("#" + line) if title.startswith("##") and line.startswith("#") else line for line in job)]
@@ -476,14 +486,14 @@ def whole(benchmarks: list[Benchmark]) -> tuple[str, Verdict]:
     return name, Verdict(v.name, f"{name}: {v.reason}", v.evidence, list(v.related), v.exit_code)
 
 
-def submission_info(sub: Submission) -> dict[str, Any]:
+def submission_info(sub: "Submission") -> dict[str, Any]:
     return {"gym_job_id": sub.gym_job_id, "gym_version": sub.version or None, "submitted_at": sub.submitted_at or None,
             "submitted_by": sub.submitted_by or None, "cluster": sub.cluster or None, "hostname": sub.hostname,
             "run_dir": sub.run_dir or None, "root": str(sub.root) if sub.root else None,
             "benchmarks": [b.name for b in sub.benchmarks], "notes": list(sub.notes)}
 
 
-def iter_submission_json(sub: Submission, benchmarks: list[Benchmark]) -> Iterator[str]:
+def iter_submission_json(sub: "Submission", benchmarks: list[Benchmark]) -> Iterator[str]:
     """The JSON report of a submission: `submission`, the whole's `verdict` (`name`, `reason`,
     `exit_code`, `benchmark`), `exit_code`, and `benchmarks[]`: each benchmark's report, as
     `report` gives it for that benchmark alone."""
@@ -501,7 +511,7 @@ def iter_submission_json(sub: Submission, benchmarks: list[Benchmark]) -> Iterat
     yield "\n  ]\n}\n"
 
 
-def submission_text(sub: Submission, benchmarks: list[Benchmark]) -> str:
+def submission_text(sub: "Submission", benchmarks: list[Benchmark]) -> str:
     name, v = whole(benchmarks)
     out = [f"{HEADLINES.get(v.name, v.name.upper())}: {clean(v.reason)}",
            f"submission: {clean(sub.gym_job_id)}  ({_submitted(sub)})" if _submitted(sub) else
@@ -518,7 +528,7 @@ def submission_text(sub: Submission, benchmarks: list[Benchmark]) -> str:
     return "\n".join(out) + "\n"
 
 
-def submission_markdown(sub: Submission, benchmarks: list[Benchmark]) -> str:
+def submission_markdown(sub: "Submission", benchmarks: list[Benchmark]) -> str:
     _, v = whole(benchmarks)
     md = [f"# gymwatch report: submission {_md(sub.gym_job_id)}: {HEADLINES.get(v.name, v.name)}", "",
           f"**{_md(v.reason)}**", ""]
@@ -531,7 +541,7 @@ def submission_markdown(sub: Submission, benchmarks: list[Benchmark]) -> str:
     return "\n".join(md) + "\n"
 
 
-def _submitted(sub: Submission) -> str:
+def _submitted(sub: "Submission") -> str:
     parts = [f"submitted {sub.submitted_at}" if sub.submitted_at else "",
              f"by {sub.submitted_by}" if sub.submitted_by else "",
              f"from {sub.hostname}" if sub.hostname else "",
@@ -540,7 +550,7 @@ def _submitted(sub: Submission) -> str:
     return clean(", ".join(p for p in (words, f"Gym {sub.version}" if sub.version else "") if p))
 
 
-def render_submission(sub: Submission, benchmarks: list[Benchmark], fmt: str) -> tuple[str, int]:
+def render_submission(sub: "Submission", benchmarks: list[Benchmark], fmt: str) -> tuple[str, int]:
     """A submission's report in `fmt` (text, json, md) and its exit code: its worst benchmark's."""
     code = whole(benchmarks)[1].exit_code
     if fmt == "json":

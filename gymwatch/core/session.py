@@ -12,21 +12,21 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import msgspec
 
 from . import eolcount, fast, procs, records
 from .fast import fork
-from .cluster.files import JOBSCRIPT, ROLLOUTS, JobFile
-from .cluster.model import P_QUEUED, P_RUNNING
-from .cluster.slurmcli import POLL_INTERVAL
 from .layout import WAITING, Listings, Refreshed, RunLayout, Stream
 from .model import Evidence, RunState, parent_ended
 from .plan import FULL, Reader, ReadingPlan
 from .reducer import Changes, Reducer
-from .slurmfeed import Answer, SlurmFeed, slurm_wanted
 from .tail import Tailer, read_head, read_head_stat
+
+if TYPE_CHECKING:      # (a submitted run's pieces are imported when one is read)
+    from .cluster.files import JobFile
+    from .slurmfeed import Answer, SlurmFeed
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
 READ_BUDGET = 8 << 20      # bytes of one file read per slice
@@ -43,7 +43,7 @@ HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must st
 class RunSession:
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
                  check_processes: bool = True, timed: bool = False, helpers: bool = False,
-                 plan: ReadingPlan = FULL, listed: Optional[Listings] = None, slurm: Optional[SlurmFeed] = None):
+                 plan: ReadingPlan = FULL, listed: Optional[Listings] = None, slurm: Optional["SlurmFeed"] = None):
         """`plan`: what is read, and how (core/plan.py). `listed`: listings of the run just taken,
         for a one-shot read of it (the runs browser's summary): its files' sizes and times as they
         say, the same the summary's cache key was made from. `slurm`: for a submitted run (layout
@@ -51,7 +51,7 @@ class RunSession:
         its jobs' states are inferred from their files). Its job stands in for the process check."""
         self.layout = layout
         self.slurm = slurm
-        self._answer: Optional[Answer] = None           # Slurm's latest answer, applied
+        self._answer: Optional["Answer"] = None         # Slurm's latest answer, applied
         self.plan = plan
         self.listed = listed
         self.helpers = helpers              # may fork helpers (core/fast/fork.py): a process doing nothing else
@@ -98,9 +98,13 @@ class RunSession:
         from .target import run_layout
 
         layout = run_layout(path, logs, wait=wait)
-        if layout.job is not None and (slurm if slurm is not None else slurm_wanted()):
-            kw["slurm"] = SlurmFeed(layout.job.sub, interval=None if kw.pop("once", False) else POLL_INTERVAL)
-        kw.pop("once", None)
+        once = kw.pop("once", False)
+        if layout.job is not None:
+            from .cluster.slurmcli import POLL_INTERVAL
+            from .slurmfeed import SlurmFeed, slurm_wanted
+
+            if slurm if slurm is not None else slurm_wanted():
+                kw["slurm"] = SlurmFeed(layout.job.sub, interval=None if once else POLL_INTERVAL)
         return cls(layout, **kw)
 
     # --- reading -------------------------------------------------------------------
@@ -191,16 +195,17 @@ class RunSession:
             reset |= self._read(path, final, lambda f, first, block, name=name:
                                 self.reducer.server_log_block(name, f, first, block),
                                 offset_key=name, blocks=True)
-        job: dict[Path, JobFile] = {}
+        job: dict[Path, "JobFile"] = {}
         if lay.job is not None:
-            job = {f.path: f for f in lay.job.files}
+            from .cluster.files import JOBSCRIPT, ROLLOUTS
+
+            job = {f.path: f for f in lay.job.files if f.kind not in (JOBSCRIPT, ROLLOUTS)}
             self.reducer.job_known(lay.job.bench, lay.job.script, lay.job.files, lay.job.refused_at)
         for stream in list(lay.streams):
             reset |= self._read(stream.path, final, self._stream_feed(stream, job.pop(stream.path, None)), blocks=True)
         for f in job.values():        # the job's own files (the driver log that is Gym's output: just above)
-            if f.kind not in (JOBSCRIPT, ROLLOUTS):
-                reset |= self._read(f.path, final, lambda _, first, block, f=f: self.reducer.job_block(f, first, block),
-                                    blocks=True)
+            reset |= self._read(f.path, final, lambda _, first, block, f=f: self.reducer.job_block(f, first, block),
+                                blocks=True)
         if lay.rollouts is not None:
             if not self.state.collector.started and lay.materialized is not None and self._exists(lay.materialized):
                 self.reducer.collection_began()
@@ -230,7 +235,7 @@ class RunSession:
             self._health_summary(final)
         return reset
 
-    def _stream_feed(self, stream: Stream, job_file: Optional[JobFile]):
+    def _stream_feed(self, stream: Stream, job_file: Optional["JobFile"]):
         """What reads a block of Gym's captured output: the reducer's stream part, and when the
         stream is a submitted run's driver log, its job part too (the same lines: one tailer)."""
         if job_file is None:
@@ -496,6 +501,8 @@ class RunSession:
         """Its processes run (a submitted run: its job is queued or running)."""
         c = self.state.job_conclusion
         if self.layout.job is not None:
+            from .cluster.model import P_QUEUED, P_RUNNING
+
             return c is not None and c.phase in (P_QUEUED, P_RUNNING)
         return bool(self.state.parent.alive or self.state.collector.alive)
 

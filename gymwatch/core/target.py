@@ -21,7 +21,6 @@ from typing import Optional
 
 from .cluster import record
 from .cluster.record import GYM_JOB_ID_RE, JOB_SCRIPT, MANIFEST, Submission, SubmissionError
-from .joblayout import job_layout
 from .layout import NotARun, RunLayout, discover
 
 RECORD_MAX = 1 << 20     # bytes of a .json file looked at for a Gym job record
@@ -41,6 +40,8 @@ def resolve(path: str, logs: Optional[str] = None, wait: bool = False) -> RunLay
     """The run `path` names (its layout; a submission's lone or named benchmark too), or the
     submission of several benchmarks it names. NotARun (one line) when it is neither."""
     if is_submission(path):
+        from .joblayout import job_layout
+
         try:
             sub = record.resolve(path)
         except SubmissionError as exc:

@@ -6,21 +6,18 @@ model's (core/model.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import attribution
 from . import gymlines as gl
-from .cluster.conclusion import deciding_link
-from .cluster.model import (
-    P_ENDED, P_NOT_SUBMITTED, P_QUEUED, P_RUNNING, SV_DIED, SV_NEVER_HEALTHY, Conclusion, Link, ServiceStep,
-)
-from .cluster.words import ENDED_STATES, ended_words, state_words
-from .cluster.words import reason as pending_reason
 from .model import (
     FAILED, K_SERVICE, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
     V_QUEUED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Unreadable,
     collector_ended, exited_with_run, parent_ended, parent_gave_up,
 )
+
+if TYPE_CHECKING:      # (read only for a submitted run: imported when one is)
+    from .cluster.model import Conclusion, Link, ServiceStep
 
 EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT = 0, 1, 2, 3
 
@@ -471,6 +468,10 @@ def _job_verdict(state: RunState, base: Verdict) -> Verdict:
     never became healthy) before Gym ran; incomplete when the job ended (its time limit, cancelled,
     failed, out of memory, a node lost) before the collection did and Gym said nothing of its own.
     The job's normal end is never a failure; a resume chain is one run (its last link decides)."""
+    from .cluster.conclusion import deciding_link
+    from .cluster.model import P_ENDED, P_NOT_SUBMITTED, P_QUEUED, P_RUNNING
+    from .cluster.words import reason as pending_reason
+
     job, c = state.job, state.job_conclusion
     assert job is not None and c is not None
     inferred = " (Slurm state inferred from files)" if c.inferred and job.links else ""
@@ -540,9 +541,11 @@ def _gym_said_why(state: RunState, base: Verdict, link: Link) -> bool:
         state.collector.interrupted or p.interrupt is not None or p.stopping is not None)
 
 
-def _dead_service(links: list[Link], link: Link) -> Optional[tuple[Link, ServiceStep]]:
+def _dead_service(links: list["Link"], link: "Link") -> Optional[tuple["Link", "ServiceStep"]]:
     """(link, service) of a service step that died during startup or never became healthy, in the
     deciding link or the one it speaks for (a chain stopped in a prologue)."""
+    from .cluster.model import SV_DIED, SV_NEVER_HEALTHY
+
     before = [ln for ln in links[:links.index(link)] if ln.started and not ln.prologue_only]
     for ln in (link, *([before[-1]] if link.prologue_only and before else [])):
         svc = next((s for s in ln.services if s.state in (SV_DIED, SV_NEVER_HEALTHY)), None)
@@ -556,6 +559,8 @@ def _service_failed(state: RunState, link: Link, svc: ServiceStep, c: Conclusion
     words = f"service {svc.name} (job {link.job_id}) {svc.detail}"
     if svc.cause is not None and svc.cause != svc.evidence and svc.cause.text.strip():
         words += f": {svc.cause.text.strip()}"
+    from .cluster.conclusion import deciding_link
+
     decider = deciding_link(state.job) if state.job else link
     if decider is not link and decider.action:
         words += f"; then {decider.action}"
@@ -575,7 +580,9 @@ def _queued_words(state: RunState, links: list[Link], link: Link, c: Conclusion)
     return words + (f"; {written} so far" if written else "")
 
 
-def _ended_words(link: Link) -> str:
+def _ended_words(link: "Link") -> str:
+    from .cluster.words import ENDED_STATES, ended_words, state_words
+
     return ended_words(link.state, link.exit_code, link.signal) if link.state in ENDED_STATES \
         else state_words(link.state)
 

@@ -18,21 +18,23 @@ screen both read the state this builds, so they cannot disagree.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from .. import records
-from ..cluster.files import JobFile
-from ..cluster.jobscript import JobScript
-from ..cluster.record import Benchmark
-from ..cluster.slurmcli import SlurmPoll
 from ..model import Evidence, RunInfo, RunState, Server
 from .facts import Facts
-from .jobs import JobLines
 from .rows import Rows
 from .servers import ServerLines
 from .settle import Settle
 from .streams import StreamLines
 from .writer import Changes, Writer
+
+if TYPE_CHECKING:      # (a submitted run's part, and what it reads, are imported when one is read)
+    from ..cluster.files import JobFile
+    from ..cluster.jobscript import JobScript
+    from ..cluster.record import Benchmark
+    from ..cluster.slurmcli import SlurmPoll
+    from .jobs import JobLines
 
 __all__ = ["Changes", "Reducer"]
 
@@ -44,7 +46,7 @@ class Reducer:
         self._streams = StreamLines(self.w, self._servers)
         self._rows = Rows(self.w)
         self._facts = Facts(self.w)
-        self._jobs = JobLines(self.w)
+        self._jobs: Optional["JobLines"] = None      # a submitted run's job (job_known() makes it)
         self._settle = Settle(self.w)
 
     @property
@@ -162,28 +164,35 @@ class Reducer:
         self._rows.aggregate_done()
 
     # --- a submitted run's Slurm job ----------------------------------------------------------
-    def job_known(self, bench: Benchmark, script: Optional[JobScript], files: Sequence[JobFile],
+    def job_known(self, bench: "Benchmark", script: Optional["JobScript"], files: Sequence["JobFile"],
                   refused_at: Optional[Evidence] = None) -> None:
         """The run is one benchmark of a submission: its job.sh read, its job's files as listed
         now (again as the chain's links appear), the record's line of sbatch's refusal if any."""
-        self._jobs.known(bench, script, files, refused_at)
+        self._job_part().known(bench, script, files, refused_at)
 
-    def job_line(self, file: JobFile, lineno: int, text: str) -> None:
+    def job_line(self, file: "JobFile", lineno: int, text: str) -> None:
         """A line of one of the job's own files (its batch log, a step's log, the chain file)."""
-        self._jobs.line(file, lineno, text)
+        self._job_part().line(file, lineno, text)
 
-    def job_block(self, file: JobFile, first: int, block: bytes) -> None:
+    def job_block(self, file: "JobFile", first: int, block: bytes) -> None:
         """Lines `first`.. of one of the job's own files (whole lines, each ending with a newline):
         as if each went to `job_line`."""
-        self._jobs.block(file, first, block)
+        self._job_part().block(file, first, block)
 
-    def slurm_answer(self, poll: SlurmPoll, asked_at: Optional[datetime] = None) -> None:
+    def slurm_answer(self, poll: "SlurmPoll", asked_at: Optional[datetime] = None) -> None:
         """What Slurm said of the submission's jobs (`asked_at`: when, local time, as Slurm's times)."""
-        self._jobs.answer(poll, asked_at)
+        self._job_part().answer(poll, asked_at)
 
     def job_ids(self) -> set[str]:
         """The Slurm jobs of the run's chain its files name so far."""
-        return self._jobs.job_ids()
+        return self._jobs.job_ids() if self._jobs is not None else set()
+
+    def _job_part(self) -> "JobLines":
+        if self._jobs is None:
+            from .jobs import JobLines
+
+            self._jobs = JobLines(self.w)
+        return self._jobs
 
     # --- what the session learns beside the files' lines -----------------------------------
     def run_info(self, info: RunInfo) -> None:
@@ -221,7 +230,8 @@ class Reducer:
 
     # --- what the whole state means ---------------------------------------------------------
     def settle(self, now: Optional[float] = None) -> None:
-        self._jobs.settle(now)
+        if self._jobs is not None:
+            self._jobs.settle(now)
         self._settle.settle(now)
 
     def carry_times(self, old: RunState) -> None:
