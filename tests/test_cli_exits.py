@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gymwatch.cli import EXIT_INTERNAL, EXIT_USAGE, build_parser, main, _load_extras
+from gymwatch.cli import build_parser, main, _load_extras
+from gymwatch.errors import EXIT_INTERNAL, EXIT_USAGE
 from gymwatch.core.verdict import EXIT_INPUT, EXIT_OK, EXIT_RUN, EXIT_TRIALS
 
 README = Path(__file__).resolve().parent.parent / "README.md"

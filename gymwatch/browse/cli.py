@@ -8,6 +8,7 @@ import os
 import sys
 
 from .. import __version__
+from ..errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,8 +31,6 @@ def _browse(args: argparse.Namespace) -> int:
 
     roots = args.roots or ["."]
     if args.jobs is not None and args.jobs < 1:
-        from ..cli import UsageError
-
         raise UsageError(f"browse: --jobs must be 1 or more (got {args.jobs})")
     bad = [f"{r}: {'not a directory' if os.path.exists(r) else 'no such file or directory'}"
            for r in roots if not os.path.isdir(r)]

@@ -7,6 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..errors import UsageError, UserError
+
 STOP_EPILOG = """A submission (`gym eval submit`, Slurm): its queued jobs are cancelled (a resume chain's next
 link first), each running job's driver gets SIGINT (`gym eval run` then stops collecting, keeps
 the rows written and shuts its servers down; the job ends as job.sh then exits), and a job still
@@ -104,8 +106,6 @@ def _seconds(text: str) -> float:
 
 
 def _user_error(msg: str, usage: bool = False) -> Exception:
-    from ..cli import UsageError, UserError
-
     return UsageError(msg) if usage else UserError(msg)
 
 
@@ -248,7 +248,7 @@ def _stop_submission(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ..sim.plan import demo_plan
+    from .demo import demo_plan
 
     run_dir = Path(args.run_dir).expanduser().resolve() if args.run_dir else \
         Path(tempfile.mkdtemp(prefix="gymwatch-demo-"))
