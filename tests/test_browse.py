@@ -12,22 +12,19 @@ from pathlib import Path
 import pytest
 
 from conftest import record_made
-from gymwatch.browse import runs as runs_mod
-from gymwatch.browse import screen as screen_mod
-from gymwatch.browse import summary as summary_mod
-from gymwatch.browse import workers as workers_mod
+from gymwatch.browse import runs as runs_mod, screen as screen_mod, summary as summary_mod, workers as workers_mod
 from gymwatch.browse.cache import SummaryCache, cache_dir
-from gymwatch.browse.runs import list_runs
-from gymwatch.browse.scan import discover_found, find_runs, signature, walk
-from gymwatch.browse.workers import WorkerPool
 from gymwatch.browse.compare import CompareScreen, EvidenceScreen
 from gymwatch.browse.fmt import COLUMNS, RUN_MIN, fit, shorten
+from gymwatch.browse.runs import list_runs
+from gymwatch.browse.scan import discover_found, find_runs, signature, walk
 from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail, sort_value
+from gymwatch.browse.workers import WorkerPool
 from gymwatch.cli import main
 from gymwatch.core.layout import Listings, discover, list_dir
 from gymwatch.core.session import read_run
-from gymwatch.tui.card import TrialCard
 from gymwatch.core.verdict import counts, mean_reward, verdict
+from gymwatch.tui.card import TrialCard
 from runbuilder import scored_pair
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -15,7 +15,6 @@ import pytest
 import xmlschema
 
 from conftest import CASES, CASES07
-
 from gymwatch.core.session import read_run
 from gymwatch.junit import to_junit, xml_attr, xml_text
 

@@ -18,13 +18,20 @@ from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
 
 from conftest import CASES07, FIXTURES
-from test_tui_app import summary_plain
 from gymwatch.core.verdict import verdict
 from gymwatch.tui.card import TrialCard
 from gymwatch.tui.helpscreen import HelpScreen, help_rows
 from gymwatch.tui.layout import (
-    CARD, PHASE_MIN, SERVER_CAP, all_bindings, board_rows, fit_board, fit_columns, trials_width,
+    CARD,
+    PHASE_MIN,
+    SERVER_CAP,
+    all_bindings,
+    board_rows,
+    fit_board,
+    fit_columns,
+    trials_width,
 )
+from test_tui_app import summary_plain
 from tuihelpers import fixture_app, make_app, staged_live, toasts, view_settled, wait_for
 
 SIZES = [(80, 24), (120, 36), (200, 50)]

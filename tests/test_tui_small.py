@@ -199,6 +199,7 @@ async def test_at_80_columns_the_footer_shows_only_whole_labels(pane):
 async def test_g_pauses_following_and_the_header_says_so(tmp_path: Path, clock, lines):
     """The header said `● following` after `g` went to the top."""
     import shutil
+
     from conftest import CASES
     run = tmp_path / "run"
     shutil.copytree(CASES / "mixed_ok", run)

@@ -122,7 +122,7 @@ class CompareScreen(Screen):
         table.clear(columns=True)
         for i, (key, label) in enumerate(TRIAL_COLUMNS):
             table.add_column(label, key=key, width=max([len(label), *(r[i].cell_len for r in rows)]))
-        for t, cells in zip(trials, rows):
+        for t, cells in zip(trials, rows, strict=True):
             table.add_row(*cells, key=f"{t['task_index']}/{t['rollout_index']}")
 
     def _more(self, d: dict[str, Any]) -> Text:
@@ -144,7 +144,7 @@ class CompareScreen(Screen):
         tasks = sorted(d["tasks"], key=task_order)
         lines = table(["task", "change", "A -> B paired", "(n)", "flipped", "A trials", "B trials"],
                       [task_cells(t) for t in tasks], right=frozenset({0, 1, 3}))
-        for line, style in zip(lines, ["", *map(task_style, tasks)]):
+        for line, style in zip(lines, ["", *map(task_style, tasks)], strict=True):
             out.append(line + "\n", style=style)
         out.append("servers: time to ready and state\n", style="bold")
         for line in table(["server", "A ready in", "A state", "B ready in", "B state"],

@@ -19,8 +19,15 @@ from typing import Callable, Iterable, Iterator, Optional
 import msgspec
 
 from ..core.layout import (
-    BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, Listings, NotARun,
-    RunLayout, discover,
+    BUNDLE_MARKERS,
+    MANIFEST_NAME,
+    SIDE_AGGREGATE,
+    SIDE_FAILURES,
+    SIDE_MATERIALIZED,
+    Listings,
+    NotARun,
+    RunLayout,
+    discover,
 )
 
 SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "_stub", "_driver"}

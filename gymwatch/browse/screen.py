@@ -10,8 +10,8 @@ read-only detail screen here (the `gymwatch report` text and the run's logs).
 from __future__ import annotations
 
 import os
-from time import monotonic
 from dataclasses import dataclass, field
+from time import monotonic
 from typing import Any, Optional
 
 from rich.cells import cell_len
@@ -27,8 +27,16 @@ from textual.widgets.data_table import ColumnKey
 from textual.worker import get_current_worker
 
 from ..core.model import (
-    V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_NO_AGENT_RAN,
+    V_OK,
+    V_SOME_FAILED,
+    V_SOME_NEVER_RAN,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
 )
 from ..core.sanitize import clean
 from ..tui.typeahead import closed_early

@@ -33,8 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from ..core import config, procs, stamps
-from ..core import gymlines as gl
+from ..core import config, gymlines as gl, procs, stamps
 from ..core.layout import BOTH, EVAL, Listings, RunLayout
 from ..core.model import FAILED, SILENCE, RunInfo, RunState
 from ..core.session import RunSession

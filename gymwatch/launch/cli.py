@@ -111,8 +111,16 @@ def _user_error(msg: str, usage: bool = False) -> Exception:
 
 def _run(args: argparse.Namespace) -> int:
     from .manifest import new_run_id
-    from .plan import (PlanError, PlanUsage, find_gym, gym_version, make_plan, pass_startup_timeout, split_command,
-                       submit_args)
+    from .plan import (
+        PlanError,
+        PlanUsage,
+        find_gym,
+        gym_version,
+        make_plan,
+        pass_startup_timeout,
+        split_command,
+        submit_args,
+    )
 
     try:
         submitting = submit_args(list(args.command))

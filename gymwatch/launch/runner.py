@@ -181,7 +181,7 @@ def open_screen(run_dir: Path, head: str, debug: bool = False, poll: bool = Fals
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print("gymwatch: no terminal: watching without a screen", file=sys.stderr)
         return None
-    from ..tui.app import run_app      # here: the launcher's headless paths never load Textual
+    from ..tui.app import run_app  # here: the launcher's headless paths never load Textual
     args = argparse.Namespace(path=str(run_dir), logs=None, poll=poll, head=f"http://{head}", debug=debug)
     return run_app(args)
 
