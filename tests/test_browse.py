@@ -976,6 +976,28 @@ async def test_compare_two_marked_runs_and_open_a_changed_trial(tmp_path):
         assert app.screen is screen
 
 
+async def test_around_it_on_a_compared_trials_card_opens_its_line(tmp_path):
+    """`t` on a card (every server's log around the trial, on the live screen) opens, on the
+    compare screen, the highlighted line of the trial in its log: the card hands back an AroundIt,
+    not an Evidence, and that must not reach the line screen as one."""
+    root = make_tree(tmp_path / "runs")
+    app = BrowseApp(BrowseState([str(root)]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scanned(pilot, app)
+        cmp = await open_compare(pilot, app, root / "exp0" / "mixed_ok", root / "exp1" / "some_never_ran", [str(root)])
+        await pilot.press("b")                                          # a never-ran trial's card in run B
+        await pilot.pause()
+        card = app.screen
+        assert isinstance(card, TrialCard) and card.card.lines
+        first = card.card.lines[0]
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, EvidenceScreen) and app.screen.ev is first
+        assert app.screen.query_one("LogView").border_title == first.where()
+        await pilot.press("escape")
+        assert app.screen is cmp
+
+
 def test_snapshot_compare_screen(snap_compare, tmp_path, monkeypatch):
     make_tree(tmp_path / "runs")
     monkeypatch.chdir(tmp_path)

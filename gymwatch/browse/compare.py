@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from rich.text import Text
 from textual import work
@@ -172,13 +172,18 @@ class CompareScreen(Screen):
             return
         from ..core import card
         from ..core.model import SRC_FAILURE_ROW
-        from ..tui.card import TrialCard
+        from ..tui.card import AroundIt, TrialCard
 
         row = card.read_row(state.root, trial.evidence) if trial.evidence is not None \
             and trial.source >= SRC_FAILURE_ROW else None
         shown = card.build(state, trial, row)
 
-        def chosen(ev: Optional[Evidence]) -> None:
+        def chosen(ev: Union[Evidence, AroundIt, None]) -> None:
+            if isinstance(ev, AroundIt):    # no merged view of the servers' logs here: the line's own log
+                ev = ev.picked or next(iter(ev.lines), None)
+                if ev is None:
+                    self.notify("no line of this trial to show around it", markup=False)
+                    return
             if ev is None:
                 return
             if shown.row is not None and ev is shown.row:
