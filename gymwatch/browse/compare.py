@@ -58,7 +58,7 @@ class CompareScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"comparing {self._label(self.a)} (A) with {self._label(self.b)} (B)…"), id="cmp-head")
-        table = DataTable(id="cmp-trials", cursor_type="row", zebra_stripes=True)
+        table: DataTable[Text] = DataTable(id="cmp-trials", cursor_type="row", zebra_stripes=True)
         for key, label in TRIAL_COLUMNS:
             table.add_column(label, key=key)
         yield table

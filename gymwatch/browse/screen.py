@@ -240,8 +240,8 @@ class BrowseScreen(Screen):
 
     def _refit(self, force: bool = False) -> None:
         """Cut the run column, then drop columns by priority, until the table fits the screen."""
-        cols, run_width = fit(self._widths, max(20, self.size.width - 2))
-        run_width = run_width if run_width < self._widths["run"] else None
+        cols, width = fit(self._widths, max(20, self.size.width - 2))
+        run_width = width if width < self._widths["run"] else None
         if cols != self.columns or run_width != self._run_width or force:
             self.columns, self._run_width = cols, run_width
             keep = self._selected()
@@ -367,7 +367,7 @@ class BrowseScreen(Screen):
         marked = run["path"] in self.st.marked
         if self._run_width is not None:
             c["run"] = shorten(c["run"], self._run_width - (2 if marked else 0))
-        out = {k: Cell(v, no_wrap=True) for k, v in c.items()}
+        out: dict[str, Text] = {k: Cell(v, no_wrap=True) for k, v in c.items()}
         out["verdict"].stylize(VERDICT_STYLE.get(run.get("verdict", ""), ""))
         if marked:
             mark = "A" if self.st.marked[0] == run["path"] else "B"

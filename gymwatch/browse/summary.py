@@ -229,7 +229,7 @@ class SummarySession(RunSession):
         big = self._size(path) > HEAD + TAIL
         if big:
             self.sampled = True
-        t = HeadTail(str(path)) if big else Tailer(str(path))
+        t: Tailer | HeadTail | ReadyCut = HeadTail(str(path)) if big else Tailer(str(path))
         stream = self._streams.get(path)
         if self.phase == FIRST and stream is not None and stream.role not in (EVAL, BOTH):
             t = ReadyCut(t, self)
