@@ -196,7 +196,3 @@ def iter_junit(state: RunState, v: Optional[Verdict] = None, hostname: Optional[
     err = f"{HEADLINES.get(v.name, v.name)}: {v.reason}" + (f" ({_where(v.evidence)})" if v.evidence else "")
     yield f"    <system-err>{xml_text(err) if v.exit_code else ''}</system-err>\n"
     yield "  </testsuite>\n</testsuites>\n"
-
-
-def to_junit(state: RunState, v: Optional[Verdict] = None, hostname: Optional[str] = None) -> str:
-    return "".join(iter_junit(state, v, hostname))

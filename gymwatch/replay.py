@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .core.layout import REPLAY_MARKER
-from .errors import UsageError
+from .errors import UsageError, UserError
 
 TIMELINE = "timeline.jsonl"
 RECORDER_FILES = {"README.md", "truth.json", TIMELINE, "commands.txt"}
@@ -193,8 +193,7 @@ def _main(args: argparse.Namespace) -> int:
     try:
         rp = Replayer(args.src, args.dst, speed=args.speed)
     except (ReplayError, OSError, ValueError, KeyError) as exc:
-        print(f"gymwatch: {exc}", file=sys.stderr)
-        return 3
+        raise UserError(str(exc)) from None
     print(f"replaying {args.src} into {args.dst}: {len(rp.steps)} steps over "
           f"{rp.end / args.speed:.1f}s", file=sys.stderr)
     rp.run(until=args.until)

@@ -17,11 +17,11 @@ from gymwatch.browse.cache import SummaryCache, cache_dir
 from gymwatch.browse.compare import CompareScreen, EvidenceScreen
 from gymwatch.browse.fmt import COLUMNS, RUN_MIN, fit, shorten
 from gymwatch.browse.runs import list_runs
-from gymwatch.browse.scan import discover_found, find_runs, signature, walk
+from gymwatch.browse.scan import Found, discover_found, signature, walk
 from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail, sort_value
 from gymwatch.browse.workers import WorkerPool
 from gymwatch.cli import main
-from gymwatch.core.layout import Listings, discover, list_dir
+from gymwatch.core.layout import Listings, NotARun, RunLayout, discover, list_dir
 from gymwatch.core.session import read_run
 from gymwatch.core.verdict import counts, mean_reward, verdict
 from gymwatch.tui.card import TrialCard
@@ -31,6 +31,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CASES = FIXTURES / "gym-0.4.0-cases"
 CASE_NAMES = ("aborted_500", "evaluator_bundle", "mixed_ok", "some_never_ran", "startup_failed")
 T0 = 1_780_000_000      # a fixed clock for file times (2026-05-28 20:26:40 UTC)
+
+
+def find_runs(roots) -> list[tuple[Found, RunLayout]]:
+    """Every run the walk finds under `roots` that discover() recognises, as the browser sees it."""
+    out = []
+    for found in walk(roots):
+        try:
+            out.append((found, discover_found(found)))
+        except NotARun:
+            continue
+    return out
 
 
 @pytest.fixture(autouse=True)
@@ -634,7 +645,7 @@ def test_cli_rejects_a_missing_root(tmp_path, capsys):
 
 async def wait_scanned(pilot, app):
     for _ in range(250):
-        if isinstance(app.screen, BrowseScreen) and app.screen.st.scanned:
+        if isinstance(app.screen, BrowseScreen) and app.screen.browsing.scanned:
             return
         await pilot.pause(0.02)
     raise AssertionError("scan did not finish")
@@ -648,14 +659,14 @@ async def test_browser_sort_filter_open(tmp_path, monkeypatch):
         screen = app.screen
         assert screen.table.row_count == len(CASE_NAMES)
         await pilot.press("s")                                          # sort by the next column
-        assert screen.st.sort == "completed"
+        assert screen.browsing.sort == "completed"
         await pilot.press("v")                                          # any problem: all but ok
-        assert screen.st.verdict == "problem" and screen.table.row_count == len(CASE_NAMES) - 2
+        assert screen.browsing.verdict == "problem" and screen.table.row_count == len(CASE_NAMES) - 2
         assert all(r["verdict"] != "ok" for r in screen.shown)
         await pilot.press("v")                                          # then the first verdict present
-        assert screen.st.verdict == "startup_failed" and screen.table.row_count == 1
+        assert screen.browsing.verdict == "startup_failed" and screen.table.row_count == 1
         await pilot.press("escape")
-        assert screen.st.verdict is None and screen.table.row_count == len(CASE_NAMES)
+        assert screen.browsing.verdict is None and screen.table.row_count == len(CASE_NAMES)
         await pilot.press("slash", *"never", "enter")
         assert screen.table.row_count == 1 and screen.shown[0]["verdict"] == "some_never_ran"
         monkeypatch.setattr("gymwatch.browse.screen.live_app_available", lambda: False)
@@ -668,7 +679,7 @@ async def test_browser_sort_filter_open(tmp_path, monkeypatch):
         await pilot.press("enter")                                      # the live app: exit with the path
         await pilot.pause()
     assert app.return_value == str(root / "exp1" / "some_never_ran")
-    assert app.st.cursor_path == app.return_value                      # the list comes back there
+    assert app.browsing.cursor_path == app.return_value                      # the list comes back there
 
 
 async def test_detail_screen_shows_report_and_logs(tmp_path):
@@ -758,10 +769,10 @@ async def test_browser_columns_sorts_both_ways_and_keys(tmp_path):
         await pilot.press("home")
         assert screen.table.cursor_row == 0
         for key in [k for k, _ in COLUMNS]:                               # every column, both ways
-            screen.st.sort, screen.st.reverse = key, False
+            screen.browsing.sort, screen.browsing.reverse = key, False
             screen.resort()
             down = [r["path"] for r in screen.shown]
-            screen.st.reverse = True
+            screen.browsing.reverse = True
             screen.resort()
             up = [r["path"] for r in screen.shown]
             table_order = [str(r.key.value) for r in screen.table.ordered_rows]
@@ -769,10 +780,10 @@ async def test_browser_columns_sorts_both_ways_and_keys(tmp_path):
             known = [r for r in screen.shown if sort_value(r, key)[0] is not None]
             if len({sort_value(r, key) for r in known}) == len(known) == len(CASE_NAMES):
                 assert up == down[::-1], key
-        screen.st.sort, screen.st.reverse = "missing", False
+        screen.browsing.sort, screen.browsing.reverse = "missing", False
         screen.resort()
         assert screen.shown[0]["trials"]["missing"] == 6
-        screen.st.reverse = True
+        screen.browsing.reverse = True
         screen.resort()
         assert screen.shown[-1]["trials"]["missing"] == 6
         await pilot.resize_terminal(200, 20)
@@ -833,13 +844,13 @@ async def test_every_sorted_column_shows_its_arrow_and_s_cycles_them_all(tmp_pat
         for _ in COLUMNS:
             await pilot.press("s")
             await pilot.pause()
-            seen.append(screen.st.sort)
+            seen.append(screen.browsing.sort)
             header = screen.table.render_line(0).text
-            assert header.count("▼") == 1 and f"{labels[screen.st.sort]} ▼" in header, screen.st.sort
+            assert header.count("▼") == 1 and f"{labels[screen.browsing.sort]} ▼" in header, screen.browsing.sort
             await pilot.press("S")
             await pilot.pause()
             header = screen.table.render_line(0).text
-            assert "▼" not in header and f"{labels[screen.st.sort]} ▲" in header, screen.st.sort
+            assert "▼" not in header and f"{labels[screen.browsing.sort]} ▲" in header, screen.browsing.sort
         assert sorted(seen) == sorted(k for k, _ in COLUMNS)          # s visits every column
 
 
@@ -943,7 +954,7 @@ async def test_compare_two_marked_runs_and_open_a_changed_trial(tmp_path):
         screen = app.screen
         await pilot.press("slash", *"mixed_ok", "enter", "m")
         await pilot.press("escape", "slash", *"some_never", "enter", "space")
-        assert [Path(p).name for p in screen.st.marked] == ["mixed_ok", "some_never_ran"]
+        assert [Path(p).name for p in screen.browsing.marked] == ["mixed_ok", "some_never_ran"]
         await pilot.press("escape", "c")
         cmp = app.screen
         assert isinstance(cmp, CompareScreen)
@@ -1179,7 +1190,7 @@ async def test_the_title_names_the_sort_as_the_header_does(tmp_path):
             await pilot.press("s")
             await pilot.pause()
             header = screen.table.render_line(0).text
-            label = labels[screen.st.sort]
+            label = labels[screen.browsing.sort]
             assert f"sort: {label}" in title() and f"{label} ▼" in header, (title(), header)
         assert labels["completed"] == "completed"       # the trials' status, as the live screen and report say
 

@@ -8,7 +8,7 @@ import os
 import sys
 
 from .. import __version__
-from ..errors import UsageError
+from ..errors import UsageError, UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,8 +35,7 @@ def _browse(args: argparse.Namespace) -> int:
     bad = [f"{r}: {'not a directory' if os.path.exists(r) else 'no such file or directory'}"
            for r in roots if not os.path.isdir(r)]
     if bad:
-        print(f"gymwatch: browse: {'; '.join(bad)}", file=sys.stderr)
-        return 3
+        raise UserError(f"browse: {'; '.join(bad)}")
     fmt = args.format or ("tui" if sys.stdout.isatty() and sys.stdin.isatty() else "text")
     if fmt == "tui":
         from .screen import run_browser

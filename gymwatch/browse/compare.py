@@ -99,8 +99,8 @@ class CompareScreen(Screen):
             head.append(s["verdict"], style="bold")
             head.append(f"  {counts_text(s['counts'])}; mean reward {reward(s['mean_reward'])}"
                         f"  (Gym {s['gym_version'] or '?'})\n")
-        st = d["stats"]
-        head.append(st["verdict"], style="bold " + verdict_style(st))
+        stats = d["stats"]
+        head.append(stats["verdict"], style="bold " + verdict_style(stats))
         head.append("\n")
         n = len(d["trials"])
         head.append(f"{n} trial{'s' if n != 1 else ''} changed", style="bold")
@@ -126,14 +126,14 @@ class CompareScreen(Screen):
             table.add_row(*cells, key=f"{t['task_index']}/{t['rollout_index']}")
 
     def _more(self, d: dict[str, Any]) -> Text:
-        st = d["stats"]
+        stats = d["stats"]
         out = Text()
-        flipped = flipped_line(st)
+        flipped = flipped_line(stats)
         if flipped:
-            lost = any(f["flip"] == "pass_to_fail" for f in st["flipped"])
-            out.append(flipped + "\n", style=("bold red" if lost else "bold green") if st["flipped"] else "")
+            lost = any(f["flip"] == "pass_to_fail" for f in stats["flipped"])
+            out.append(flipped + "\n", style=("bold red" if lost else "bold green") if stats["flipped"] else "")
         out.append("paired on (task, rollout), the trials both runs scored\n", style="bold")
-        for line in summary_lines(st):
+        for line in summary_lines(stats):
             out.append(f"  {line}\n")
         if d["gym_compare"] is not None:
             head, *rest = gym_lines(d["gym_compare"])
@@ -223,10 +223,10 @@ def task_cells(t: dict[str, Any]) -> list[str]:
     return [str(t["task_index"]), *paired, FLIP_WORDS.get(t["flip"] or "", ""), short_counts(t["a"]), short_counts(t["b"])]
 
 
-def verdict_style(st: dict[str, Any]) -> str:
-    if st["tasks_worse"] > st["tasks_better"]:
+def verdict_style(stats: dict[str, Any]) -> str:
+    if stats["tasks_worse"] > stats["tasks_better"]:
         return "red"
-    return "green" if st["tasks_better"] > st["tasks_worse"] else ""
+    return "green" if stats["tasks_better"] > stats["tasks_worse"] else ""
 
 
 class EvidenceScreen(Screen):

@@ -256,8 +256,8 @@ class SummarySession(RunSession):
         if agg is not None and self._is(agg, stat.S_ISREG):      # else the rows cannot decide: read all at once
             self.phase = FIRST
             self.poll(final=True)
-            st = self.state
-            if st.aggregate_written and st.collector.started:
+            state = self.state
+            if state.aggregate_written and state.collector.started:
                 return False     # verdict and counts follow from rows + collector lines (verdict.verdict)
         self.phase, self._skipped = ALL, None
         self.poll(final=True)
