@@ -32,11 +32,11 @@ def _report(args: argparse.Namespace) -> int:
     from .core.verdict import verdict
     from .report import malformed_summary, render, unreadable_lines, write_json
 
-    # The model lives until the process ends: keep the cyclic collector off its ~5 objects a
-    # trial. Collections while the report is written walked them all (~0.07 s for 100k trials),
-    # and so did the collection at exit (~0.3 s: the session and its reducer refer to each other).
-    # Off until frozen: read_run turns it back on as it found it, and the first allocation after
-    # would walk the whole young generation, every object read (~0.1 s).
+    # The model lives until the process ends: keep the cyclic collector off its objects (a few a
+    # trial). Collections while the report is written walked them all, and so did the collection
+    # at exit (the session and its reducer refer to each other). Off until frozen: read_run turns
+    # it back on as it found it, and the first allocation after would walk the whole young
+    # generation, every object read. (What each cost: benchmarks/README.md, ingest.)
     gc.disable()
     try:
         session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
@@ -211,8 +211,8 @@ def _not_a_command(parser: argparse.ArgumentParser, word: str, known: set[str]) 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if [a for a in argv if a != "--debug"][:1] != ["report"]:   # the report needs none of them (~12 ms
-        _load_extras()                                          # of imports: tempfile, socket, ...)
+    if [a for a in argv if a != "--debug"][:1] != ["report"]:   # the report needs none of them (their
+        _load_extras()                                          # imports: tempfile, socket, ...)
     parser = build_parser()
     known = {"report", "attach", "-h", "--help", "--version", "--debug"} | set(
         parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]

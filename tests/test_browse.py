@@ -917,9 +917,9 @@ async def test_a_scan_hands_runs_over_in_few_batches(tmp_path, monkeypatch):
 
 
 def test_browse_cells_are_not_measured_by_the_table():
-    """The screen sets its columns' widths; DataTable measuring each new cell (~35 us, a third
-    of the UI's time in a cold scan of 1,000 runs) is skipped: the measure asks for no console
-    options at all, and the cell still renders as its text."""
+    """The screen sets its columns' widths; DataTable measuring each new cell (much of the UI's
+    time in a cold scan) is skipped: the measure asks for no console options at all, and the cell
+    still renders as its text."""
     from rich.console import Console
     from textual.render import measure
 

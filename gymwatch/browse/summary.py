@@ -266,7 +266,7 @@ class SummarySession(RunSession):
     def release(self) -> None:
         """Break the session's reference cycles (its reducer's clock and its cut tailers point back
         at it) so that it is freed when the summary is made: left to the cyclic collector, the
-        ~100 objects of each summary cost a listing ~3% of its time in collections."""
+        objects of each summary cost a listing collections it need not make."""
         self.tailers = {}
         self.reducer.clock = _no_clock
 
