@@ -11,22 +11,11 @@ from typing import Callable
 from . import __version__
 from .core.layout import NotARun
 from .core.verdict import EXIT_INPUT
-
-# Not verdicts: a script must tell a mistyped command from a run that failed (sysexits.h's codes).
-EXIT_USAGE = 64       # EX_USAGE: the command line is wrong (argparse's own 2 is a verdict here)
-EXIT_INTERNAL = 70    # EX_SOFTWARE: gymwatch itself failed (a bug: --debug shows the traceback)
+from .errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
 
 EPILOG = f"""exit codes: 0 ok or still running; 1 some trials failed / never ran / missing (diff: some
 trial got worse); 2 no agent ran, startup failed or collection aborted; 3 unreadable input or not a
-run; {EXIT_USAGE} usage error (a wrong command line); {EXIT_INTERNAL} internal error; 130 interrupted (Ctrl-C)."""
-
-
-class UserError(Exception):
-    """A problem the user can fix: printed as one line, never a traceback."""
-
-
-class UsageError(UserError):
-    """The command line itself is wrong (a value out of range, a missing gym command): exit 64."""
+run; {EXIT_USAGE} usage error (a wrong command line); {EXIT_INTERNAL} internal error; {EXIT_INTERRUPTED} interrupted (Ctrl-C)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -43,11 +32,11 @@ def _report(args: argparse.Namespace) -> int:
     from .core.verdict import verdict
     from .report import malformed_summary, render, unreadable_lines, write_json
 
-    # The model lives until the process ends: keep the cyclic collector off its ~5 objects a
-    # trial. Collections while the report is written walked them all (~0.07 s for 100k trials),
-    # and so did the collection at exit (~0.3 s: the session and its reducer refer to each other).
-    # Off until frozen: read_run turns it back on as it found it, and the first allocation after
-    # would walk the whole young generation, every object read (~0.1 s).
+    # The model lives until the process ends: keep the cyclic collector off its objects (a few a
+    # trial). Collections while the report is written walked them all, and so did the collection
+    # at exit (the session and its reducer refer to each other). Off until frozen: read_run turns
+    # it back on as it found it, and the first allocation after would walk the whole young
+    # generation, every object read. (What each cost: benchmarks/README.md, ingest.)
     gc.disable()
     try:
         session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
@@ -222,8 +211,8 @@ def _not_a_command(parser: argparse.ArgumentParser, word: str, known: set[str]) 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if [a for a in argv if a != "--debug"][:1] != ["report"]:   # the report needs none of them (~12 ms
-        _load_extras()                                          # of imports: tempfile, socket, ...)
+    if [a for a in argv if a != "--debug"][:1] != ["report"]:   # the report needs none of them (their
+        _load_extras()                                          # imports: tempfile, socket, ...)
     parser = build_parser()
     known = {"report", "attach", "-h", "--help", "--version", "--debug"} | set(
         parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
@@ -243,11 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gymwatch: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`gymwatch report RUN | head`): stop quietly, as a shell tool does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + 13
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with --debug
         if args.debug or os.environ.get("GYMWATCH_DEBUG"):
             raise

@@ -11,13 +11,36 @@ from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
 from .core import attempts, attribution, gymversion, health, rerun
-from .core.model import (
-    EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
-    V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
-    EndpointWait,
-    Evidence, GymHealth, Retrying, RunState, Server, Trial,
-)
 from .core.forkchild import fork_child
+from .core.model import (
+    EXITED,
+    FAILED,
+    INSTALLING,
+    PENDING,
+    STARTING,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    TRIAL_STATUSES,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_NO_AGENT_RAN,
+    V_OK,
+    V_SOME_FAILED,
+    V_SOME_NEVER_RAN,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
+    EndpointWait,
+    Evidence,
+    GymHealth,
+    Retrying,
+    RunState,
+    Server,
+    Trial,
+)
 from .core.procs import usable_cpus
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
@@ -102,7 +125,7 @@ def health_totals_json(state: RunState) -> Optional[dict]:
 def sorted_trials(state: RunState) -> list[Trial]:
     """The trials by (task, rollout). Sorted by one int each (task * (largest rollout + 1) +
     rollout, the same order): comparing the tuple keys, scattered over the heap as the rows
-    came, took ~0.1 s for 100k trials, this ~0.045 s."""
+    came, took about twice as long."""
     trials = state.trials
     keys = list(trials)
     rolls = [r for _, r in keys]
@@ -360,7 +383,7 @@ def _json_trials(state: RunState, trials: list[Trial], lo: int, hi: int) -> Iter
         yield ("," if i else "") + "\n    " + ",\n    ".join(rows)
 
 
-SPLIT_MIN = 20_000   # trials worth a second process for the JSON report (its fork: ~10 ms)
+SPLIT_MIN = 20_000   # trials worth a second process for the JSON report (fewer: its fork costs more than it saves)
 
 
 def json_tail(extra: Optional[dict[str, Any]] = None) -> str:
@@ -377,8 +400,8 @@ def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[d
     process that does nothing else (`gymwatch report`: no threads, the model frozen): with many
     trials and a second core, a forked child writes the back half of the trials into an
     in-memory file while this process writes the rest, then it is copied out (writing the
-    trials was ~0.35 s of a 100k-trial report). If the child fails in any way, its half is
-    written here."""
+    trials was the biggest part of a big report after reading it). If the child fails in any
+    way, its half is written here."""
     trials = sorted_trials(state)
     head = _json_head(state, v, retry_input)    # before the fork: after it, a pass over every trial faults on
     n = len(trials)                # each page of them (copy-on-write of the reference counts)
@@ -473,7 +496,7 @@ class _PlainTrials:
         inp, out, att, reward = t.input_tokens, t.output_tokens, t.attempt_index, t.reward
         if type(reward) is not float and reward is not None:
             return None
-        # the caches looked up here, `_encoded` only on a miss: ~15% of writing a plain trial
+        # the caches looked up here, `_encoded` only on a miss: a call a field was a good part of writing a trial
         floats, strs, agent, file, text = self._floats, self._strs, t.agent or None, ev.file, ev.text
         return self.TEMPLATE % (
             t.task_index, t.rollout_index, "null" if att is None else att,

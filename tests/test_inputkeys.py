@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from runbuilder import Run, rollout
-
 from gymwatch.core import inputkeys, session
 from gymwatch.core.session import read_run
+from runbuilder import Run, rollout
 
 ODD = ['{"_ng_task_index": 7, "_ng_rollout_index": 0, "q": "ünïcødé"}',           # not ASCII
        '{"_ng_task_index": 8, "_ng_rollout_index": 0, "_ng_attempt_index": 1}',    # an attempt

@@ -2,15 +2,14 @@
 every pattern a steady server's lines can act through, and a log read in blocks, cut anywhere
 between lines, gives the same model as the same log read line by line."""
 
+import itertools
 import re
 from dataclasses import asdict
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gymwatch.core import gymlines as gl
-from gymwatch.core import logscan
+from gymwatch.core import gymlines as gl, logscan
 from gymwatch.core.model import READY, RunState
 from gymwatch.core.reducer import Reducer
 from gymwatch.core.tail import Tailer
@@ -90,7 +89,7 @@ def _by_lines(lines: list[str]) -> RunState:
 def _by_blocks(lines: list[str], cuts: list[int]) -> RunState:
     r = _reducer()
     bounds = sorted({0, len(lines), *(c % (len(lines) + 1) for c in cuts)})
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         block = "".join(t + "\n" for t in lines[a:b]).encode()
         r.server_log_block("srv", "logs/srv.log", a + 1, block)
     return r.state

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from runbuilder import Run, rollout
-
 from gymwatch.core import rowsfork, session
 from gymwatch.core.session import read_run
+from runbuilder import Run, rollout
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -2,14 +2,13 @@
 line path can act on is found by the block search, and output read in blocks, cut anywhere between
 lines, gives the same model as the same output read line by line."""
 
+import itertools
 from dataclasses import asdict
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gymwatch.core import gymlines as gl
-from gymwatch.core import logscan, streamscan
+from gymwatch.core import gymlines as gl, logscan, streamscan
 from gymwatch.core.layout import BOTH, ENV, EVAL, VALIDATE
 from gymwatch.core.markers import MARKERS
 from gymwatch.core.model import RunState
@@ -122,7 +121,7 @@ def _by_lines(role: str, lines: list[str]) -> Reducer:
 def _by_blocks(role: str, lines: list[str], cuts: list[int]) -> Reducer:
     r = _reducer()
     bounds = sorted({0, len(lines), *(c % (len(lines) + 1) for c in cuts)})
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         r.stream_block(role, "out.log", a + 1, "".join(t + "\n" for t in lines[a:b]).encode())
     return r
 
