@@ -21,9 +21,8 @@ import psutil
 import pytest
 
 from conftest import CASES
-from headless_browser import Browser, Lid, Tab, colour_share, processes_naming, serving
-
 from gymwatch import serve as serve_mod
+from headless_browser import Browser, Lid, Tab, colour_share, processes_naming, serving
 
 VERDICT_RED = (244, 0, 95)      # the theme's red under "✗ COLLECTION ABORTED"
 
