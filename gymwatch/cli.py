@@ -11,22 +11,11 @@ from typing import Callable
 from . import __version__
 from .core.layout import NotARun
 from .core.verdict import EXIT_INPUT
-
-# Not verdicts: a script must tell a mistyped command from a run that failed (sysexits.h's codes).
-EXIT_USAGE = 64       # EX_USAGE: the command line is wrong (argparse's own 2 is a verdict here)
-EXIT_INTERNAL = 70    # EX_SOFTWARE: gymwatch itself failed (a bug: --debug shows the traceback)
+from .errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
 
 EPILOG = f"""exit codes: 0 ok or still running; 1 some trials failed / never ran / missing (diff: some
 trial got worse); 2 no agent ran, startup failed or collection aborted; 3 unreadable input or not a
-run; {EXIT_USAGE} usage error (a wrong command line); {EXIT_INTERNAL} internal error; 130 interrupted (Ctrl-C)."""
-
-
-class UserError(Exception):
-    """A problem the user can fix: printed as one line, never a traceback."""
-
-
-class UsageError(UserError):
-    """The command line itself is wrong (a value out of range, a missing gym command): exit 64."""
+run; {EXIT_USAGE} usage error (a wrong command line); {EXIT_INTERNAL} internal error; {EXIT_INTERRUPTED} interrupted (Ctrl-C)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,9 +30,9 @@ class Parser(argparse.ArgumentParser):
 def _no_slurm(args: argparse.Namespace) -> None:
     """`--no-slurm`: this process and the screens it starts read submitted runs from files alone."""
     if getattr(args, "no_slurm", False):
-        from .core.slurmfeed import NO_SLURM_ENV
+        from .core.slurmfeed import files_alone
 
-        os.environ[NO_SLURM_ENV] = "1"
+        files_alone()
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -182,10 +171,11 @@ def _retry_input(session, file: str) -> tuple:
 
 def _attach(args: argparse.Namespace) -> int:
     from .core.layout import MANIFEST_NAME
+    from .core.target import one_run_for_the_screen
     from .tui.app import run_app
 
     _no_slurm(args)
-    refuse_submissions(args.path)
+    one_run_for_the_screen(args.path)
 
     code = run_app(args)
     if (Path(args.path) / MANIFEST_NAME).is_file():   # a run gymwatch launched: it can stop it
@@ -193,22 +183,6 @@ def _attach(args: argparse.Namespace) -> int:
 
         ask_on_quit(Path(args.path), args.on_quit)
     return code
-
-
-def refuse_submissions(path: str) -> None:
-    """The live screen shows one run: a submission of several benchmarks is refused in one line
-    naming how to open each (a job dir) and how to see them all (report)."""
-    from .core.target import IsSubmission, run_layout
-
-    try:
-        run_layout(path, wait=True)
-    except IsSubmission as exc:
-        sub = exc.submission
-        dirs = ", ".join(str(Path(str(sub.root)) / b.name) if sub.root else b.name for b in sub.benchmarks)
-        raise UserError(f"{exc}: the screen shows one benchmark at a time; open one of {dirs} "
-                        f"(gymwatch report {path} shows them all)") from None
-    except NotARun:
-        return          # the screen says it itself
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -314,11 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gymwatch: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`gymwatch report RUN | head`): stop quietly, as a shell tool does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + 13
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with --debug
         if args.debug or os.environ.get("GYMWATCH_DEBUG"):
             raise

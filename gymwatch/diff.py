@@ -203,7 +203,7 @@ def table(header: list[str], rows: list[list[str]], right: frozenset[int] = froz
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     out = []
     for r in [header, *rows]:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
         out.append((indent + "  ".join(cells)).rstrip())
     return out
 
@@ -366,9 +366,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from .cli import _no_slurm
+    if args.no_slurm:
+        from .core.slurmfeed import files_alone
 
-    _no_slurm(args)
+        files_alone()
     try:
         a = load_side(args.a, not args.no_process_check)
         b = load_side(args.b, not args.no_process_check)

@@ -26,8 +26,19 @@ from typing import Iterator, Optional
 
 from .core import attribution
 from .core.model import (
-    FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, V_COLLECTION_ABORTED, V_NO_AGENT_RAN,
-    V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Trial,
+    FAILED,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    T_PENDING,
+    V_COLLECTION_ABORTED,
+    V_NO_AGENT_RAN,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
+    Evidence,
+    RunState,
+    Trial,
 )
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict

@@ -268,11 +268,10 @@ def make_server(args: argparse.Namespace, public_url: Optional[str] = None):
 
 
 def serve(args: argparse.Namespace) -> int:
-    from .cli import refuse_submissions
-    from .core.target import run_layout
+    from .core.target import one_run_for_the_screen, run_layout
 
     path = Path(args.path)
-    refuse_submissions(args.path)        # each tab runs attach: one run, or one benchmark of a submission
+    one_run_for_the_screen(args.path)    # each tab runs attach: one run, or one benchmark of a submission
     if not path.is_dir():
         run_layout(args.path, getattr(args, "logs", None))     # a missing path or a non-run file: exit 3
     warning = exposure_warning(args.host, args.port)

@@ -11,15 +11,29 @@ from pathlib import Path
 
 import pytest
 
-from gymwatch.core.cluster import files as F
-from gymwatch.core.cluster import jobscript, record
+from gymwatch.core.cluster import files as F, jobscript, record
 from gymwatch.core.cluster.model import FROM_FILES, FROM_SLURM, P_ENDED, P_QUEUED
 from gymwatch.core.cluster.record import job_id_key
 from gymwatch.core.cluster.slurmcli import SlurmJob, SlurmPoll
 from gymwatch.core.layout import BOTH
 from gymwatch.core.model import (
-    EXITED, FAILED, K_SERVICE, PENDING, READY, STARTING, T_COMPLETED, T_MISSING, T_PENDING, V_COLLECTION_ABORTED,
-    V_COLLECTING, V_INCOMPLETE, V_OK, V_QUEUED, V_STARTING, V_STARTUP_FAILED, RunState,
+    EXITED,
+    FAILED,
+    K_SERVICE,
+    PENDING,
+    READY,
+    STARTING,
+    T_COMPLETED,
+    T_MISSING,
+    T_PENDING,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_OK,
+    V_QUEUED,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    RunState,
 )
 from gymwatch.core.reducer import Reducer
 from gymwatch.core.verdict import EXIT_OK, EXIT_RUN, EXIT_TRIALS, verdict

@@ -17,11 +17,19 @@ from fakeslurm import FakeSlurm
 from gymwatch.core import target
 from gymwatch.core.cluster import record
 from gymwatch.core.cluster.slurmcli import Ran
-from gymwatch.core.jobsession import SubmissionSession, read_submission
 from gymwatch.core.joblayout import SLURM_JOB
+from gymwatch.core.jobsession import SubmissionSession, read_submission
 from gymwatch.core.layout import BOTH, NotARun
 from gymwatch.core.model import (
-    EXITED, FAILED, K_SERVICE, PENDING, T_COMPLETED, V_COLLECTION_ABORTED, V_INCOMPLETE, V_OK, V_QUEUED,
+    EXITED,
+    FAILED,
+    K_SERVICE,
+    PENDING,
+    T_COMPLETED,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_OK,
+    V_QUEUED,
     V_STARTUP_FAILED,
 )
 from gymwatch.core.session import RunSession, read_run
@@ -267,7 +275,7 @@ class CountingRunner:
 def test_a_live_submission_asks_slurm_once_per_interval_for_all_its_benchmarks():
     sub = record.resolve(run_dir("two_benchmarks_one_waits"))
     rows = "\n".join(f"{j}|gym-{b.name}|RUNNING|None|0:10|20:00|1|1|vm|N/A|N/A|(null)|{b.job_dir}"
-                     for j, b in zip(("601", "602"), sub.benchmarks))
+                     for j, b in zip(("601", "602"), sub.benchmarks, strict=True))
     runner, now = CountingRunner(rows), [0.0]
     feed = SlurmFeed(sub, interval=30.0, runner=runner, clock=lambda: now[0])
     feed.answer = _synchronously(feed)

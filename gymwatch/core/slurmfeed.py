@@ -28,6 +28,11 @@ from .cluster.slurmcli import SlurmPoll
 NO_SLURM_ENV = "GYMWATCH_NO_SLURM"
 
 
+def files_alone() -> None:
+    """`--no-slurm`: this process, and the screens it starts, read submitted runs from files alone."""
+    os.environ[NO_SLURM_ENV] = "1"
+
+
 def slurm_wanted() -> bool:
     """Slurm may be asked (the environment does not say GYMWATCH_NO_SLURM)."""
     return os.environ.get(NO_SLURM_ENV, "") in ("", "0")

@@ -128,11 +128,15 @@ def open_submission(run_dir: Path, debug: bool = False) -> Optional[int]:
         return None
     import argparse
 
-    from ..cli import UserError, _attach
+    from ..core.layout import NotARun
+    from ..core.target import one_run_for_the_screen
+    from ..tui.app import run_app  # here: submitting without a screen never loads Textual
 
     try:
-        return _attach(argparse.Namespace(path=str(run_dir), logs=None, poll=False, head=None, no_notify=False,
-                                          on_quit="leave", ray=None, debug=debug))
-    except UserError as exc:        # several benchmarks: the screen shows one at a time
+        one_run_for_the_screen(str(run_dir))
+    except NotARun as exc:            # several benchmarks: the screen shows one at a time
         print(f"gymwatch: {exc}", file=sys.stderr)
         return None
+    # No manifest of gymwatch's in a submission dir: closing the screen leaves the jobs to Slurm.
+    return run_app(argparse.Namespace(path=str(run_dir), logs=None, poll=False, head=None, no_notify=False,
+                                      debug=debug))
