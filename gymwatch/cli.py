@@ -171,12 +171,9 @@ def _retry_input(session, file: str) -> tuple:
 
 def _attach(args: argparse.Namespace) -> int:
     from .core.layout import MANIFEST_NAME
-    from .core.target import one_run_for_the_screen
     from .tui.app import run_app
 
     _no_slurm(args)
-    one_run_for_the_screen(args.path)
-
     code = run_app(args)
     if (Path(args.path) / MANIFEST_NAME).is_file():   # a run gymwatch launched: it can stop it
         from .launch.runner import ask_on_quit

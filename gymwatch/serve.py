@@ -268,12 +268,11 @@ def make_server(args: argparse.Namespace, public_url: Optional[str] = None):
 
 
 def serve(args: argparse.Namespace) -> int:
-    from .core.target import one_run_for_the_screen, run_layout
+    from .core.target import resolve
 
     path = Path(args.path)
-    one_run_for_the_screen(args.path)    # each tab runs attach: one run, or one benchmark of a submission
-    if not path.is_dir():
-        run_layout(args.path, getattr(args, "logs", None))     # a missing path or a non-run file: exit 3
+    if not path.is_dir():       # a missing path or a non-run file: exit 3 (each tab runs attach on it)
+        resolve(args.path, getattr(args, "logs", None))
     warning = exposure_warning(args.host, args.port)
     if warning:
         print(warning, file=sys.stderr)
@@ -287,7 +286,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "default; forward the port with ssh -L to watch from a laptop. Each "
                                    "browser tab gets a read-only screen of its own, which ends when the tab "
                                    "closes or stops answering, and when serve stops (Ctrl+C, SIGTERM).")
-    p.add_argument("path", help="a run dir, or a submission of one benchmark (as for attach)")
+    p.add_argument("path", help="a run dir, or a submission (as for attach)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--host", default=DEFAULT_HOST,
                    help=f"address to listen on (default {DEFAULT_HOST}; anything else is reachable "

@@ -6,6 +6,7 @@ and `sacct.txt`)."""
 from __future__ import annotations
 
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 from gymwatch.core.cluster.slurmcli import SlurmPoll, parse_sacct, parse_scontrol, parse_squeue
@@ -86,3 +87,37 @@ def copy(case: str, dst: Path) -> Path:
     src = run_dir(case)
     shutil.copytree(src, dst / src.name)
     return dst / src.name
+
+
+# --- a submission with one benchmark running and one queued, as the screen shows it ---------------
+PENDING_RUNNING = "two_benchmarks_one_waits"
+PENDING_RUNNING_AT = 61.0                                  # seconds after the submit
+PENDING_RUNNING_ASKED = datetime(2026, 12, 6, 6, 32, 33)   # that moment, in Slurm's local time
+
+
+def pending_running(dst: Path, fake) -> Path:
+    """`two_benchmarks_one_waits` as its files were 61 s after the submit (mcqa collecting,
+    mcqa_again not started), and the fake Slurm (tests/fakeslurm.py) answering as Slurm did then:
+    job 601 RUNNING on vm for 1:00 of 20:00, job 602 PENDING for Resources, expected to start when
+    601's time limit is up. Returns the copy's submission dir."""
+    root = grown(PENDING_RUNNING, PENDING_RUNNING_AT, dst)
+    jobs = final_poll(PENDING_RUNNING).jobs
+    fake.set(no_accounting=False)
+    fake.job("601", "RUNNING", work_dir=jobs["601"].work_dir, name=jobs["601"].name)
+    fake.job("602", "PENDING", work_dir=jobs["602"].work_dir, name=jobs["602"].name, reason="Resources")
+    data = fake.load()
+    data["jobs"]["601"].update(elapsed="1:00", nodelist="vm", submit="2026-12-06T06:31:32",
+                               start="2026-12-06T06:31:33")
+    data["jobs"]["602"].update(elapsed="0:00", nodelist="", nodes="1", submit="2026-12-06T06:31:32",
+                               start="2026-12-06T06:51:33")
+    fake.save(data)
+    return root
+
+
+def feed_asked_once(root: Path, now: datetime = PENDING_RUNNING_ASKED):
+    """A Slurm feed for the submission at `root` that asks once, at the first poll, as at `now`
+    (the fake's answers are then fixed: a snapshot's time in queue does not move)."""
+    from gymwatch.core.cluster import record
+    from gymwatch.core.slurmfeed import SlurmFeed
+
+    return SlurmFeed(record.resolve(root), interval=None, now=lambda: now)

@@ -166,16 +166,6 @@ def test_the_whole_verdict_is_the_worst_benchmark_s(tmp_path):
     assert [b["verdict"] for b in d["benchmarks"]] == ["ok", "incomplete"]
 
 
-def test_attach_refuses_a_submission_of_several_benchmarks_in_one_line():
-    sub = run_dir("two_benchmarks_one_waits")
-    res = gymwatch("attach", str(sub))
-    assert res.returncode == 3 and res.stdout == ""
-    [line] = res.stderr.splitlines()
-    assert line.startswith(f"gymwatch: {sub}: a submission of 2 benchmarks (mcqa, mcqa_again): the screen shows "
-                           "one benchmark at a time; open one of ")
-    assert str(sub / "mcqa_again") in line
-
-
 def test_diff_compares_two_submissions_benchmark_by_benchmark(tmp_path):
     a = run_dir("two_benchmarks_one_waits")
     b = copy("two_benchmarks_one_waits", tmp_path)

@@ -47,12 +47,15 @@ class Answer:
 
 class SlurmFeed:
     def __init__(self, sub: Submission, interval: Optional[float] = slurmcli.POLL_INTERVAL,
-                 runner: slurmcli.Runner = slurmcli.run_command, clock: Callable[[], float] = time.monotonic):
-        """`interval`: seconds between calls; None: one call for the feed's life (a report)."""
+                 runner: slurmcli.Runner = slurmcli.run_command, clock: Callable[[], float] = time.monotonic,
+                 now: Callable[[], datetime] = datetime.now):
+        """`interval`: seconds between calls; None: one call for the feed's life (a report).
+        `now`: the local time an answer was asked at (a job's time in the queue counts to it)."""
         self.sub = sub
         self.interval = interval
         self.runner = runner
         self.clock = clock
+        self.now = now
         self._ids: dict[str, set[str]] = {}          # per benchmark: the links its files name
         self._names: dict[str, str] = {}             # per benchmark: job.sh's job name
         self._last: Optional[Answer] = None
@@ -97,7 +100,7 @@ class SlurmFeed:
                 self.calls += 1
                 merged = poll if self._last is None else self._last.poll.merged(poll)
                 number = self._last.number + 1 if self._last is not None else 1
-                self._last = Answer(merged, datetime.now(), number)
+                self._last = Answer(merged, self.now(), number)
         finally:
             with self._lock:
                 self._busy = False

@@ -36,20 +36,6 @@ class IsSubmission(NotARun):
         super().__init__(f"{sub.root or sub.gym_job_id}: a submission of {len(sub.benchmarks)} benchmarks ({names})")
 
 
-def one_run_for_the_screen(path: str) -> None:
-    """The live screen shows one run: NotARun, in one line naming each benchmark's job dir to open
-    and the report that shows them all, when `path` names a submission of several benchmarks."""
-    try:
-        run_layout(path, wait=True)
-    except IsSubmission as exc:
-        sub = exc.submission
-        dirs = ", ".join(str(sub.root / b.name) if sub.root else b.name for b in sub.benchmarks)
-        raise NotARun(f"{exc}: the screen shows one benchmark at a time; open one of {dirs} "
-                      f"(gymwatch report {path} shows them all)") from None
-    except NotARun:
-        return          # the screen says it itself
-
-
 def resolve(path: str, logs: Optional[str] = None, wait: bool = False) -> RunLayout | Submission:
     """The run `path` names (its layout; a submission's lone or named benchmark too), or the
     submission of several benchmarks it names. NotARun (one line) when it is neither."""

@@ -121,22 +121,16 @@ def print_submitted(sub: Submitted, plan: SubmitPlan, out: TextIO = sys.stdout, 
 
 
 def open_submission(run_dir: Path, debug: bool = False) -> Optional[int]:
-    """The live screen on the submission dir, as `gymwatch attach DIR` opens it; None when there
-    is no terminal to open it on, or the submission has several benchmarks (one line says so)."""
+    """The live screen on the submission dir, as `gymwatch attach DIR` opens it (a submission of
+    several benchmarks: its screen, each benchmark opening over it); None when there is no
+    terminal to open it on."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print("gymwatch: no terminal: not opening the screen", file=sys.stderr)
         return None
     import argparse
 
-    from ..core.layout import NotARun
-    from ..core.target import one_run_for_the_screen
     from ..tui.app import run_app  # here: submitting without a screen never loads Textual
 
-    try:
-        one_run_for_the_screen(str(run_dir))
-    except NotARun as exc:            # several benchmarks: the screen shows one at a time
-        print(f"gymwatch: {exc}", file=sys.stderr)
-        return None
     # No manifest of gymwatch's in a submission dir: closing the screen leaves the jobs to Slurm.
     return run_app(argparse.Namespace(path=str(run_dir), logs=None, poll=False, head=None, no_notify=False,
                                       debug=debug))

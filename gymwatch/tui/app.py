@@ -22,7 +22,8 @@ from textual.binding import Binding
 from textual.notifications import Notify
 from textual.screen import Screen
 
-from ..core.layout import discover
+from ..core import target
+from ..core.cluster.record import Submission
 from ..core.model import Evidence, Trial
 from ..core.reducer import Changes
 from . import geometry, keymap
@@ -30,9 +31,11 @@ from .board import ReadinessBoard
 from .commands import GymwatchCommands
 from .helpscreen import HelpScreen
 from .live import LiveRun
+from .livesub import LiveSubmission
 from .logpane import LogPane
 from .notify import StageNotifier
 from .screen import MainScreen
+from .subscreen import SubmissionScreen
 from .summary import Summary
 from .trials import TrialsTable
 from .watch import ChangeSource, watchfiles_source
@@ -55,36 +58,57 @@ class GymwatchApp(App):
                 id="gymwatch.palette"),
     ]
 
-    def __init__(self, run: LiveRun | str, logs: Optional[str] = None, *,
+    def __init__(self, run: LiveRun | LiveSubmission | str, logs: Optional[str] = None, *,
                  change_source: Optional[ChangeSource] = None, clock: Callable[[], float] = time.time,
                  head: Optional[str] = None, tick: float = 1.0, animations: bool = True,
                  notify: bool = True) -> None:
+        """`run`: a run (its path, or a LiveRun), or a submission of several benchmarks (a
+        LiveSubmission, or a path naming one: its screen comes first, each benchmark's run
+        opens over it)."""
         super().__init__()
-        self.live = run if isinstance(run, LiveRun) else LiveRun(run, logs, clock=clock)
+        if isinstance(run, str):
+            run = open_live(run, logs, clock)
         self.change_source = change_source or watchfiles_source()
         self.head = head
         self.tick = tick
         self.notifier = StageNotifier(self, enabled=notify)   # bell + desktop notification per stage
         if not animations:
             self.animation_level = "none"
-        self.main = MainScreen(self.live, source=self.change_source, tick=tick, head=head)
+        self.submission: Optional[LiveSubmission] = None
+        self.sub_screen: Optional[SubmissionScreen] = None
+        self.main: Optional[MainScreen] = None     # the run's screen (a submission's: the benchmark open last)
+        if isinstance(run, LiveSubmission):
+            self.submission = run
+            self.sub_screen = SubmissionScreen(run, source=self.change_source, tick=tick, open_run=self.open_benchmark)
+            self.live: Optional[LiveRun] = None
+        else:
+            self.live = run
+            self.main = MainScreen(run, source=self.change_source, tick=tick, head=head)
         self.load_keymap()         # before the panes mount: what they say names the keys as mapped
 
     def get_default_screen(self) -> Screen:
-        return self.main
+        return self.sub_screen if self.sub_screen is not None else self.main
 
     async def on_mount(self) -> None:
-        self.sub_title = str(self.live.root)
+        first = self.sub_screen if self.sub_screen is not None else self.main
+        self.sub_title = str(self.submission.root if self.submission is not None else self.live.root)
         if self.keymap_problems:       # together: a small screen shows one toast at a time
             self.notify("\n".join(self.keymap_problems), title="keymap", severity="warning", markup=False,
                         timeout=10)
-        await self.main.mounted.wait()     # ready (for a driver too) once the run is on screen
+        await first.mounted.wait()     # ready (for a driver too) once the run is on screen
+
+    def open_benchmark(self, name: str) -> None:
+        """A benchmark of the submission in its own screen, over the submission's (escape: back)."""
+        assert self.submission is not None
+        self.live = self.submission.run(name)
+        self.main = MainScreen(self.live, source=self.change_source, tick=self.tick, head=None, back=True)
+        self.push_screen(self.main)
 
     # --- the main screen, for callers that drive it (tests, the screenshot script) ---------------
     @property
     def run_shown(self) -> bool:
         """The screen has shown its first poll and the log pane has its first file."""
-        return self.main.run_shown
+        return self.main is not None and self.main.run_shown
 
     @property
     def started(self) -> bool:
@@ -154,15 +178,26 @@ class GymwatchApp(App):
             self.clear_notifications()
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, (events.Key, events.MouseDown)):
+        if isinstance(event, (events.Key, events.MouseDown)) and self.main is not None:
             self.main.hands_on = True      # the user took over: the board's cursor is theirs
         await super().on_event(event)
 
 
+def open_live(path: str, logs: Optional[str] = None, clock: Callable[[], float] = time.time
+              ) -> LiveRun | LiveSubmission:
+    """What `path` names, to watch: a run (a submission's lone or named benchmark too), or a
+    submission of several benchmarks."""
+    if target.is_submission(path):
+        got = target.resolve(path, logs)
+        if isinstance(got, Submission):
+            return LiveSubmission(got, clock=clock)
+    return LiveRun(path, logs, clock=clock)
+
+
 def run_app(args) -> int:
     """Entry point of `gymwatch attach` (and plain `gymwatch PATH`)."""
-    if not os.path.isdir(args.path):
-        discover(args.path, getattr(args, "logs", None))   # a missing path or a non-run file: one line, exit 3
+    if not os.path.isdir(args.path):    # a missing path or a non-run file: one line, exit 3
+        target.resolve(args.path, getattr(args, "logs", None))
     source = watchfiles_source(force_polling=bool(getattr(args, "poll", False)))
     app = GymwatchApp(args.path, getattr(args, "logs", None), change_source=source,
                       head=getattr(args, "head", None), notify=not getattr(args, "no_notify", False))

@@ -25,6 +25,12 @@ class GymwatchCommands(Provider):
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
         main = self.app.main         # type: ignore[attr-defined]
         cmds: list[tuple[str, Callable[[], object], str]] = []
+        sub = getattr(self.app, "submission", None)
+        if sub is not None:
+            cmds += [(f"Open benchmark: {name}", partial(self.app.open_benchmark, name),  # type: ignore[attr-defined]
+                      "its run: servers, trials, logs") for name in sub.names]
+        if main is None or not main.is_attached:
+            return cmds
         for f in FILTERS:
             cmds.append((f"Trials: show {f.replace('_', '-')}", partial(main.set_trial_filter, f),
                          "filter the trials table"))

@@ -34,6 +34,8 @@ EXPLAIN = {
     "gymwatch.retry-input": "retry file: the selected trial's inputs (or all that did not complete) and the command",
     "gymwatch.copy": "copy the text selected with the mouse",
     "gymwatch.ctrl-c": "say how to quit",
+    "submission.open": "open one benchmark's own screen: its servers, trials and logs (escape: back)",
+    "gymwatch.restore": "restore the maximized pane; on a benchmark's screen, back to its submission",
     "card.close": "close the card",
     "card.raw-row": "the trial's row, whole and indented, over the log pane at that row",
     "card.next-line": "next line that explains it",

@@ -114,9 +114,16 @@ def all_bindings(app) -> list[tuple[str, Binding]]:
     app's), then each pane's, then the trial card's. The panes' are their classes' (the same on
     every instance), so the keymap can be checked before the panes are mounted. The help screen
     lists these; the keymap file checks ids here."""
-    nodes = [("Everywhere", app.main._bindings), ("Everywhere", app._bindings),
+    from .screen import MainScreen        # (here: the screen imports this module)
+    from .subscreen import BenchmarksTable
+
+    main = getattr(app, "main", None)
+    nodes = [("Everywhere", main._bindings if main is not None else MainScreen._merged_bindings),
+             ("Everywhere", app._bindings),
              ("Servers", ReadinessBoard._merged_bindings), ("Trials", TrialsTable._merged_bindings),
              ("Log", LogView._merged_bindings), (CARD, BindingsMap(TrialCard.BINDINGS))]
+    if getattr(app, "sub_screen", None) is not None:
+        nodes.insert(0, ("Submission", BenchmarksTable._merged_bindings))
     out = []
     for section, found in nodes:
         if found is None:

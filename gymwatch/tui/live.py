@@ -57,18 +57,28 @@ class RunClock:
 
 class LiveRun:
     def __init__(self, path: str, logs: Optional[str] = None, clock: Callable[[], float] = time.time,
-                 check_processes: Optional[bool] = None):
+                 check_processes: Optional[bool] = None, session: Optional[RunSession] = None,
+                 lock: Optional[threading.RLock] = None, name: str = ""):
+        """`session`: one already open (a benchmark of a submission: the submission's session
+        made it, its Slurm feed shared), read under `lock` (shared with the submission's polls);
+        `name`: what the summary calls the run (default: its root's name)."""
         self.path, self.logs = path, logs
         self.clock = RunClock(clock)
         self._default_check = check_processes is None      # a replay has no processes to look for
         self.check_processes = not os.environ.get("GYMWATCH_NO_PROCESS_CHECK") if check_processes is None \
             else check_processes
         self.replay = False
-        self.session: Optional[RunSession] = None
+        self.session: Optional[RunSession] = session
         self.opened_at = self.clock()
         self._samples: deque[tuple[float, int]] = deque()
-        self.lock = threading.RLock()
-        self._open()
+        self.lock = lock if lock is not None else threading.RLock()
+        self._name = name
+        if session is None:
+            self._open()
+
+    @property
+    def name(self) -> str:
+        return self._name or self.root.name
 
     def _seen_replay(self) -> None:
         """A run `gymwatch replay` writes says so, with its speed, before its first file (the

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from textual.message import Message
 from textual.widget import Widget
@@ -27,6 +27,9 @@ from textual.widget import Widget
 from . import head as headprobe
 from .live import Changes, LiveRun
 from .watch import ChangeSource, describe
+
+if TYPE_CHECKING:
+    from .livesub import LiveSubmission
 
 HEAD_EVERY = 5.0     # seconds between `--head` probes
 
@@ -56,11 +59,26 @@ class WatcherStopped(Message):
         self.error = error
 
 
-class Poller:
-    """Polls `live` for `node` (the screen: it runs the workers and gets their messages)."""
+class SubmissionChanged(Message):
+    """A poll of every benchmark of a submission finished: what it changed in each (`changes`, by
+    benchmark), and the paths to watch after it."""
 
-    def __init__(self, node: Widget, live: LiveRun, source: ChangeSource, tick: float) -> None:
+    def __init__(self, changes: dict[str, Changes], watch_paths: list[Path]) -> None:
+        super().__init__()
+        self.changes = changes
+        self.watch_paths = watch_paths
+
+
+class Poller:
+    """Polls `live` for `node` (the screen: it runs the workers and gets their messages): a
+    `LiveRun`, whose polls come back as RunChanged, or (`message=SubmissionChanged`) a
+    `LiveSubmission`."""
+
+    def __init__(self, node: Widget, live: LiveRun | LiveSubmission, source: ChangeSource, tick: float,
+                 message: type[RunChanged] | type[SubmissionChanged] = RunChanged) -> None:
         self.node, self.live, self.source, self.tick = node, live, source, tick
+        self.message = message
+        self.paused = False          # the screen is hidden under another: no polls, no watcher
         self.polls = 0               # polls applied (tests wait on it)
         self.watch_mode = ""         # what the summary says of the watcher: inotify / polling / injected
         self._watched: list[Path] = []
@@ -76,6 +94,8 @@ class Poller:
     # --- polls ------------------------------------------------------------------------------
     def request(self) -> None:
         """A poll as soon as none is running."""
+        if self.paused:
+            return
         if self._running:
             self._again = True
             return
@@ -84,7 +104,7 @@ class Poller:
 
     def _read(self) -> None:
         changes = self.live.poll()
-        self.node.post_message(RunChanged(changes, self.live.watch_paths()))
+        self.node.post_message(self.message(changes, self.live.watch_paths()))
 
     def read_now(self, apply: Callable[[Changes], None]) -> None:
         """A poll on the caller's thread (waiting for one running in the worker), applied with
@@ -105,6 +125,18 @@ class Poller:
             self.request()
         else:
             self.catch_up()
+
+    def pause(self) -> None:
+        """The screen is covered (a benchmark's own screen over the submission's): the screen on
+        top polls what it shows; this one neither polls nor takes the watcher's hints."""
+        self.paused = True
+        self.node.workers.cancel_group(self.node, "watch")
+
+    def resume(self) -> None:
+        """Shown again: watch, and read what changed meanwhile."""
+        self.paused = False
+        self.watch(self._watched)
+        self.request()
 
     def catch_up(self) -> None:
         if self.live.catching_up():

@@ -63,9 +63,13 @@ class MainScreen(Screen):
         Binding("R", "retry_input", "Retry file", show=False, id="gymwatch.retry-input"),
     ]
 
-    def __init__(self, live: LiveRun, *, source: ChangeSource, tick: float, head: Optional[str]) -> None:
-        super().__init__(id="_default")
+    def __init__(self, live: LiveRun, *, source: ChangeSource, tick: float, head: Optional[str],
+                 back: bool = False) -> None:
+        """`back`: the screen of one benchmark of a submission, over the submission's screen:
+        escape (when no pane is maximized) goes back to it."""
+        super().__init__(id=None if back else "_default")
         self.live = live
+        self.back = back
         self.clock = live.clock                 # the run's own time (a replay's runs at its speed)
         self.poller = Poller(self, live, source, tick)
         self.head = head
@@ -166,9 +170,10 @@ class MainScreen(Screen):
         elapsed = self.clock() - self.live.started_at() if live else None
         rate, eta = self.live.rate_eta() if v is not None and v.name == V_COLLECTING else (None, None)
         polling = POLLING if self.poller.watch_mode == POLLING else ""
-        mode = " · ".join(x for x in ("replay" if self.live.replay else "", polling, self.head_error,
+        back = "esc: back to the submission" if self.back else ""
+        mode = " · ".join(x for x in (back, "replay" if self.live.replay else "", polling, self.head_error,
                                       self.live.catching_up()) if x)
-        line1 = summary_text(self.live.root.name, state, v, elapsed, self.live.done_total(), rate, eta)
+        line1 = summary_text(self.live.name, state, v, elapsed, self.live.done_total(), rate, eta)
         self.summary.show(line1, reason_text(state, v, self.live.waiting, mode))
         self.board.tell(v.reason if v is not None else "")
 
@@ -312,6 +317,8 @@ class MainScreen(Screen):
     def action_restore(self) -> None:
         if self.maximized is not None:
             self.minimize()
+        elif self.back:
+            self.app.pop_screen()
 
     def action_toggle_wrap(self) -> None:
         self.pane.view.action_toggle_wrap()
