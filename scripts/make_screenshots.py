@@ -68,6 +68,30 @@ async def compare_shot(out: Path, size: tuple[int, int] = (120, 40)) -> None:
     print(out)
 
 
+async def submission_shot(out: Path, size: tuple[int, int] = (150, 14)) -> None:
+    """A `gym eval submit` of two benchmarks, one job running and one queued for resources (selected:
+    its line under the table says it whole): the recorded files as they were 61 s in, a fake Slurm
+    on PATH answering as the real one did then."""
+    from fakeslurm import FakeSlurm
+    from tuihelpers import pending_running_app, submission_shown
+
+    saved = dict(os.environ)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = FakeSlurm(Path(tmp))
+            os.environ.update({k: fake.env[k] for k in ("PATH", "FAKESLURM_STATE", "FAKESLURM_LOG")})
+            app = pending_running_app(Path(tmp) / "runs", fake)
+            async with app.run_test(size=size) as pilot:
+                await submission_shown(pilot)
+                await pilot.press("down")
+                await pilot.pause(0.2)
+                app.save_screenshot(filename=out.name, path=str(out.parent))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    print(out)
+
+
 async def serve_shot(case: str, out: Path) -> None:
     """`gymwatch serve` on a recorded run, as a browser on a laptop shows it (through the same
     headless chromium the serve tests drive)."""
@@ -102,6 +126,8 @@ async def main(out: Path) -> None:
                 ("right_square_bracket", "enter"))
     # `gymwatch diff` as the runs browser's compare screen: the verdict line, flipped tasks first
     await compare_shot(out / "compare_stats.svg")
+    # `gym eval submit`: a submission's screen, one benchmark running and one queued
+    await submission_shot(out / "submission_pending_running.svg")
     await serve_shot("aborted_500", out / "serve_aborted_500.png")
 
 

@@ -42,3 +42,14 @@ def test_finished_with_never_ran_trials(snap_compare):
 
 def test_startup_failed(snap_compare):
     assert snap_compare(fixture_app("startup_failed"), terminal_size=SIZE, run_before=settled)
+
+
+# A submission of two benchmarks 61 s in: one job running, one queued for resources (fake Slurm on
+# PATH answering as the real one did then, over the recorded files as they were).
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_submission_one_queued_one_running(snap_compare, tmp_path: Path, monkeypatch, size):
+    from fakeslurm import FakeSlurm
+    from tuihelpers import pending_running_app, submission_shown
+
+    app = pending_running_app(tmp_path / "runs", FakeSlurm(tmp_path, monkeypatch))
+    assert snap_compare(app, terminal_size=size, run_before=submission_shown)

@@ -5,8 +5,6 @@ benchmark's own screen, escape comes back. Slurm's answers come from fake squeue
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from fakeslurm import FakeSlurm
@@ -19,9 +17,8 @@ from gymwatch.tui.app import GymwatchApp
 from gymwatch.tui.livesub import LiveSubmission
 from gymwatch.tui.screen import MainScreen
 from gymwatch.tui.subscreen import SubmissionScreen
-from gymwatch.tui.watch import queue_source
-from submissions import PENDING_RUNNING, feed_asked_once, grown, pending_running, run_dir
-from tuihelpers import FakeClock, screen_lines, wait_for
+from submissions import PENDING_RUNNING, grown, pending_running, run_dir
+from tuihelpers import FakeClock, pending_running_app, screen_lines, submission_app, wait_for
 
 WIDE = (200, 50)
 
@@ -32,28 +29,18 @@ def no_slurm_unless_faked(monkeypatch):
     monkeypatch.setenv(NO_SLURM_ENV, "1")
 
 
-def submission_app(live_or_path, clock: FakeClock | None = None) -> GymwatchApp:
-    """The screen of a submission, polled only on the hints put in `app.hints`."""
-    q: asyncio.Queue = asyncio.Queue()
-    app = GymwatchApp(live_or_path, change_source=queue_source(q), clock=clock or FakeClock(), tick=3600,
-                      animations=False)
-    app.hints = q   # type: ignore[attr-defined]
-    return app
-
-
 def faked(tmp_path, monkeypatch, **jobs) -> tuple[GymwatchApp, FakeSlurm]:
     """The recorded two-benchmark submission 61 s in (mcqa's job running, mcqa_again's queued for
     resources), Slurm faked as it answered then; `jobs`: a job's answer changed (by id)."""
     monkeypatch.delenv(NO_SLURM_ENV, raising=False)
     fake = FakeSlurm(tmp_path, monkeypatch)
-    root = pending_running(tmp_path / "runs", fake)
+    app = pending_running_app(tmp_path / "runs", fake)
     if jobs:
         data = fake.load()
         for job_id, change in jobs.items():
             data["jobs"][job_id.lstrip("j")].update(change)
         fake.save(data)
-    live = LiveSubmission(record.resolve(root), clock=FakeClock(), feed=feed_asked_once(root))
-    return submission_app(live), fake
+    return app, fake
 
 
 def row(lines: list[str], name: str) -> str:
@@ -98,7 +85,7 @@ async def test_at_80x24_the_row_is_cut_and_the_selected_benchmark_s_line_says_it
         queued = row(lines, "mcqa_again")
         assert "◌ QUEUED" in queued and "Slurm expects" not in queued     # cut to fit ...
         text = " ".join(ln.strip("│ ") for ln in lines)
-        assert "mcqa_again  job 602: queued 1:01: waiting for resources" in text    # ... whole under the table
+        assert "mcqa_again  ◌ QUEUED job 602 queued 1:01: waiting for resources" in text   # ... whole under the table
         assert "Slurm expects it to start at 2026-12-06T06:51:33" in text
         assert "⏎ Open" in lines[-1]
 

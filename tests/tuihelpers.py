@@ -93,3 +93,33 @@ async def settled(pilot) -> None:
 def screen_lines(app) -> list[str]:
     """The screen as a person sees it, a line of text per row (toasts and maximized panes in)."""
     return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+# --- a submission of several benchmarks (`gym eval submit`) ----------------------------------------
+
+def submission_app(live_or_path, clock: Optional[FakeClock] = None) -> GymwatchApp:
+    """The screen of a submission (a LiveSubmission, or a path naming one), polled only on the
+    hints put in `app.hints`, ticking hourly."""
+    q: asyncio.Queue = asyncio.Queue()
+    app = GymwatchApp(live_or_path, change_source=queue_source(q), clock=clock or FakeClock(), tick=3600,
+                      animations=False)
+    app.hints = q   # type: ignore[attr-defined]
+    return app
+
+
+def pending_running_app(dst: Path, fake) -> GymwatchApp:
+    """The recorded two-benchmark submission 61 s in, one job running and one queued for resources,
+    with the fake Slurm `fake` (tests/fakeslurm.py, on PATH) answering as Slurm did then, asked
+    once (tests/submissions.py's pending_running)."""
+    from gymwatch.core.cluster import record
+    from gymwatch.tui.livesub import LiveSubmission
+    from submissions import feed_asked_once, pending_running
+
+    root = pending_running(dst, fake)
+    return submission_app(LiveSubmission(record.resolve(root), clock=FakeClock(), feed=feed_asked_once(root)))
+
+
+async def submission_shown(pilot) -> None:
+    app = pilot.app
+    assert await wait_for(pilot, lambda: app.sub_screen is not None and app.sub_screen.mounted.is_set())
+    await pilot.pause(0.1)

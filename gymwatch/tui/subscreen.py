@@ -84,17 +84,19 @@ def row_cells(b: Benchmark) -> dict[str, Text]:
 
 
 def detail_text(b: Benchmark) -> Text:
-    """The line under the table: the selected benchmark's job and verdict whole."""
+    """The line under the table: the selected benchmark's verdict and job whole (the job's words
+    once: a verdict the job decided says them already)."""
     name, state, v = b
     t = Text(end="", overflow="fold")
     t.append_text(plain(name, 60, "bold"))
-    ids = jobs_text(state)
-    t.append(f"  job {ids}: " if ids else "  ")
-    t.append_text(slurm_text(state.job_conclusion))
-    t.append("\n")
+    t.append("  ")
     t.append_text(verdict_text(v))
     t.append(" ")
     t.append_text(plain(v.reason, 4000))
+    c = state.job_conclusion
+    if c is None or c.headline not in v.reason:
+        t.append("\nSlurm: ", style="dim")
+        t.append_text(slurm_text(c))
     return t
 
 
@@ -234,6 +236,8 @@ class SubmissionScreen(Screen):
         else:
             table.clear()
         for name, cells in zip(self.live.names, rows, strict=True):
+            for key, cell in cells.items():       # a cut cell says so (…): its whole is under the table
+                cell.truncate(widths[key], overflow="ellipsis")
             table.add_row(*(cells[k] for k, _ in COLUMNS), key=name)
         if rows:
             table.move_cursor(row=min(max(keep, 0), len(rows) - 1), animate=False)
