@@ -14,7 +14,9 @@ from ..errors import UsageError, UserError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("browse", help="list every run under some directories (a table, text or JSON)",
                        description="Find every Gym run under ROOTs (default: the current directory) and "
-                       "list them. Summaries are cached in $XDG_CACHE_HOME/gymwatch (never in a run).")
+                       "list them. Summaries are cached in $XDG_CACHE_HOME/gymwatch (never in a run). "
+                       "gym eval submit submissions under the ROOTs and in Gym's local index "
+                       "(~/.cache/nemo-gym/jobs) are listed a line each, from their files alone.")
     p.add_argument("roots", nargs="*", metavar="ROOT", help="directories to search (default: .)")
     p.add_argument("--format", choices=("text", "json"),
                    help="print instead of opening the screen (default when stdout is not a terminal: text)")

@@ -31,6 +31,9 @@ COLUMNS = (
 # What a narrow screen keeps, first kept first (run and verdict always stay): the trials that went
 # wrong before those that went right, then what the run was.
 KEEP_ORDER = ("failed", "never_ran", "missing", "completed", "reward", "started", "duration", "servers", "name")
+# ... when submissions are listed: their benchmarks' states (the name column) before the counts.
+SUBMISSIONS_KEEP_ORDER = ("name", "failed", "never_ran", "missing", "completed", "started", "reward", "duration",
+                          "servers")
 PROBLEM = "problem"     # the verdict filter for every verdict but ok
 ERROR = "error"         # a run the summary could not read (listed, never hidden)
 # Worst first: the verdict filter's cycle and the verdict sort.
@@ -54,8 +57,20 @@ def duration(seconds: Optional[float]) -> str:
 
 
 def name(run: dict[str, Any]) -> str:
+    if run.get("kind") == "submission":
+        return benchmarks_text(run)
     parts = [clean(str(run[k])) for k in ("environment", "agent") if run.get(k)]
     return " / ".join(parts) or "-"
+
+
+def benchmarks_text(row: dict[str, Any]) -> str:
+    """The list's words for a submission's benchmarks: `mcqa: running, collecting · aime: queued`."""
+    parts = []
+    for b in row.get("benchmarks") or []:
+        words = [w for w in (b.get("state"), (b.get("verdict") or "").replace("_", " ")) if w]
+        words = list(dict.fromkeys(words))          # queued, queued: once
+        parts.append(f"{b['name']}: {', '.join(words)}" if words else b["name"])
+    return clean(" · ".join(parts))
 
 
 def rel(path: str, roots: list[str]) -> str:
@@ -98,7 +113,11 @@ def text_table(runs: list[dict[str, Any]], roots: list[str]) -> str:
     rows = [[h for _, h in COLUMNS]] + [[c[k] for k, _ in COLUMNS] for c in (cells(r, roots) for r in runs)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.append(f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    subs = sum(1 for r in runs if r.get("kind") == "submission")
+    n = len(runs) - subs
+    lines.append(f"{n} run{'s' if n != 1 else ''}"
+                 + (f", {subs} submission{'s' if subs != 1 else ''} (gym eval submit: read from their files, "
+                    "Slurm not asked)" if subs else "")
                  + ("  (~ = a log too big to read whole was sampled)" if any(r.get("sampled") for r in runs) else ""))
     return "\n".join(lines) + "\n"
 
@@ -106,7 +125,7 @@ def text_table(runs: list[dict[str, Any]], roots: list[str]) -> str:
 RUN_MIN = 22        # the run column is cut down to this for any other column to fit
 
 
-def fit(widths: dict[str, int], room: int) -> tuple[list[str], int]:
+def fit(widths: dict[str, int], room: int, order: tuple[str, ...] = KEEP_ORDER) -> tuple[list[str], int]:
     """The columns that fit in `room` cells (each takes its width plus 2 of padding) and the run
     column's width. Columns are taken by KEEP_ORDER while the run keeps RUN_MIN cells (a long run
     path is cut, `shorten`): one that does not fit is left out and the next ones are still tried,
@@ -117,7 +136,7 @@ def fit(widths: dict[str, int], room: int) -> tuple[list[str], int]:
     run_min = min(natural, RUN_MIN)
     keep = {"run", "verdict"}
     left = room - 2 - (widths["verdict"] + 2)          # for the run and the other columns
-    for key in KEEP_ORDER:
+    for key in order:
         need = widths[key] + 2
         if left - need >= run_min:
             keep.add(key)

@@ -11,6 +11,7 @@ from . import fresh, workers
 from .cache import SummaryCache
 from .procscan import ProcessSweep
 from .scan import Found, found_at, signature, walk
+from .submissions import find as find_submissions, summary as submission_summary
 from .summary import still_true
 from .workers import FORK_MAX_RUNS, Answer, BrokenPool, ForkPool, WorkerPool, can_fork
 
@@ -22,20 +23,24 @@ POOL_MIN_BYTES = 64 << 20
 
 def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] = None,
               on_run: Optional[Callable[[dict[str, Any]], None]] = None,
-              jobs: Optional[int] = None, stop: Callable[[], bool] = lambda: False) -> list[dict[str, Any]]:
+              jobs: Optional[int] = None, stop: Callable[[], bool] = lambda: False,
+              submissions: bool = True) -> list[dict[str, Any]]:
     """Summaries of every run under `roots`, in walk order; `on_run` sees each as soon as it
     is there. Uncached runs are summarised by `jobs` processes (default: one a core, up to 4)
     when there are enough of them. `stop()` true: return what is listed so far (the cache
     keeps what was made). A cached summary whose verdict depended on liveness is made again
-    when that changed (summary.still_true): a process came or went, or the files fell quiet."""
+    when that changed (summary.still_true): a process came or went, or the files fell quiet.
+    `submissions`: also list the `gym eval submit` submissions found under the roots and in Gym's
+    local index (browse/submissions.py: a row each, from their files alone, after the runs)."""
     cache = cache if cache is not None else SummaryCache()
     sweep = ProcessSweep()            # the process table, read once and only if a run needs it
     jobs = default_jobs() if jobs is None else jobs
     early = _Early(jobs, cache)
     pool: Optional[WorkerPool | ForkPool] = None
     try:
+        submission_dirs: list[str] = []
         with bulk_load():             # (a warm listing is mostly this: ~20 objects a run, kept)
-            found = [early.saw(f) for f in walk(roots, cache.known)]
+            found = [early.saw(f) for f in walk(roots, cache.known, submissions=submission_dirs)]
             paths = [f.dir for f in found]
             # a listing of many runs never seen has their signatures made by its workers, in parallel
             # (the stat calls of many runs here would hold every worker back)
@@ -66,6 +71,14 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
             if on_run is not None:
                 on_run(summary)
         cache.save()        # (before the pool's close: its worker, done, exits meanwhile)
+        if submissions and not stop():
+            for sub in find_submissions(submission_dirs):
+                if stop():
+                    break
+                row = submission_summary(sub)
+                out.append(row)
+                if on_run is not None:
+                    on_run(row)
     finally:
         early.close()
         if pool is not None:

@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 import msgspec
 
+from ..core.cluster.record import MANIFEST as SUBMISSION_RECORD
 from ..core.layout import (
     BUNDLE_MARKERS,
     MANIFEST_NAME,
@@ -127,10 +128,13 @@ def dir_mtime_devices() -> frozenset[int]:
 
 
 def walk(roots: Iterable[str | os.PathLike],
-         known: Optional[Callable[[str], Optional[Known]]] = None) -> Iterator[Found]:
+         known: Optional[Callable[[str], Optional[Known]]] = None,
+         submissions: Optional[list[str]] = None) -> Iterator[Found]:
     """Run candidates under `roots`, depth first, each directory visited once. `known(dir)`: a
     cached run's Known; such a run whose dir has not changed since (on a filesystem that keeps
-    directory mtimes) is not listed (Found.known)."""
+    directory mtimes) is not listed (Found.known). A `gym eval submit` submission dir (its
+    record, gym-job.json) is added to `submissions`, not walked into: its benchmarks' rows are
+    runs only with their Slurm jobs (browse/submissions.py)."""
     trusted = dir_mtime_devices() if known is not None else frozenset()
     seen: set[tuple[int, int]] = set()
     # (dir, resolved?): a dir under a resolved root is resolved while no symlink is crossed
@@ -150,6 +154,10 @@ def walk(roots: Iterable[str | os.PathLike],
             yield Found(d, {}, {}, {}, real, known=was)
             continue
         entries, files, dirs = _listing(d)
+        if SUBMISSION_RECORD in files:
+            if submissions is not None:
+                submissions.append(d)
+            continue
         if looks_like_run(files, set(dirs)):
             shape = _shape(when, st, dirs, entries) if st.st_dev in trusted else None
             yield Found(d, files, dirs, entries, real, shape=shape)

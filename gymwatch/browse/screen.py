@@ -43,7 +43,18 @@ from ..core.sanitize import clean
 from ..tui.typeahead import closed_early
 from .cache import SummaryCache
 from .compare import CompareScreen
-from .fmt import COLUMNS, ERROR, PROBLEM, VERDICT_ORDER, cells, fit, run_name, shorten
+from .fmt import (
+    COLUMNS,
+    ERROR,
+    KEEP_ORDER,
+    PROBLEM,
+    SUBMISSIONS_KEEP_ORDER,
+    VERDICT_ORDER,
+    cells,
+    fit,
+    run_name,
+    shorten,
+)
 from .runs import list_runs
 
 VERDICT_STYLE = {V_OK: "green", V_SOME_NEVER_RAN: "bold magenta", V_NO_AGENT_RAN: "bold red",
@@ -241,7 +252,8 @@ class BrowseScreen(Screen):
 
     def _refit(self, force: bool = False) -> None:
         """Cut the run column, then drop columns by priority, until the table fits the screen."""
-        cols, width = fit(self._widths, max(20, self.size.width - 2))
+        subs = any(r.get("kind") == "submission" for r in self.shown)
+        cols, width = fit(self._widths, max(20, self.size.width - 2), SUBMISSIONS_KEEP_ORDER if subs else KEEP_ORDER)
         run_width = width if width < self._widths["run"] else None
         if cols != self.columns or run_width != self._run_width or force:
             self.columns, self._run_width = cols, run_width
@@ -596,13 +608,28 @@ class RunDetail(Screen):
 
 def report_text(path: str) -> str:
     from ..core.session import read_run
+    from ..core.target import IsSubmission
     from ..report import render
 
     try:
-        text, _ = render(read_run(path, check_processes=False).state, "text")
+        try:
+            text, _ = render(read_run(path, check_processes=False).state, "text")
+        except IsSubmission as exc:         # a submission of several benchmarks: the whole, then each
+            text = submission_report(exc.submission)
     except Exception as exc:  # noqa: BLE001 - the detail screen shows why, never crashes
         return f"cannot read {path}: {type(exc).__name__}: {exc}"
     return clean(text)
+
+
+def submission_report(sub) -> str:
+    """A submission's text report, as `gymwatch report --no-slurm` gives it."""
+    from ..core.jobsession import read_submission
+    from ..core.verdict import verdict
+    from ..report import render_submission
+
+    ss = read_submission(sub, slurm=False)
+    text, _ = render_submission(sub, [(n, s.state, verdict(s.state)) for n, s in ss.sessions.items()], "text")
+    return text
 
 
 def run_logs(path: str) -> list[tuple[str, str]]:
