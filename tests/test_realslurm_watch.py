@@ -134,3 +134,47 @@ def test_a_walltime_timeout_resumed_by_the_next_link_that_completes_the_run(slur
     assert sum(ln["rows_written"] or 0 for ln in links) == 10
     code, alone = report(slurm_gym, sub.run_dir, "--no-slurm")
     assert (code, alone["verdict"]) == (0, "ok") and alone["job"]["links"][0]["state"] == "TIMEOUT"
+
+
+async def test_the_submission_screen_shows_a_held_benchmark_queued_and_the_other_running(slurm_gym, monkeypatch):
+    """Two benchmarks, each job asking for both CPUs of the node: one runs, the other waits; that one
+    is then held for an hour (its begin time). The submission's screen, headless (Pilot) with Slurm
+    asked as on a cluster, shows one row queued with its reason and one running."""
+    import asyncio
+
+    from gymwatch.tui.app import GymwatchApp
+    from gymwatch.tui.subscreen import SubmissionScreen
+    from gymwatch.tui.watch import queue_source
+    from tuihelpers import screen_lines, wait_for
+
+    sub = slurm_gym.submit("watch-screen", {"compute": {"local": {"extra_args": {"cpus-per-task": "2"}}},
+                                            "driver": {"benchmarks": {"mcqa_again": {"run": {}}}}})
+    sub.wait(lambda s: sorted(s.states().values()) == ["PENDING", "RUNNING"], 120, "one job running, one queued")
+    held = next(j for j, st in sub.states().items() if st == "PENDING")
+    sub.act("held for an hour", "scontrol", "update", f"JobId={held}", "StartTime=now+1hour")
+    sub.wait(lambda s: s.jobs[held]["REASON"] == "BeginTime", 60, "the queued job to wait for its begin time")
+    names = {j: f["NAME"].removeprefix("gym-") for j, f in sub.jobs.items()}
+    running = next(j for j in names if j != held)
+    for key, value in slurm_gym.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("GYMWATCH_NO_SLURM", raising=False)
+    app = GymwatchApp(str(sub.run_dir), change_source=queue_source(asyncio.Queue()), tick=0.5, animations=False)
+
+    def row(name: str) -> str:
+        return next((ln for ln in screen_lines(app) if ln.startswith(f"│ {name} ")), "")
+
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            assert isinstance(app.screen, SubmissionScreen)
+            assert await wait_for(pilot, lambda: "running on " in row(names[running])
+                                  and "waiting for its begin time" in row(names[held]), tries=1500), \
+                "\n".join(screen_lines(app))
+            queued = row(names[held])
+            assert f" {held} " in queued and "queued " in queued and "◌ QUEUED" in queued
+            assert "Slurm expects it to start at " in queued
+            up = row(names[running])
+            assert f" {running} " in up and " of 20:00" in up
+            assert "QUEUED" not in up and "(from files)" not in up
+    finally:
+        sub.act("cancelled at the end of the test", "scancel", *sub.job_ids())
+        sub.wait_done(timeout=120, settle=2)
