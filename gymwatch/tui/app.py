@@ -35,7 +35,7 @@ from .livesub import LiveSubmission
 from .logpane import LogPane
 from .notify import StageNotifier
 from .screen import MainScreen
-from .subscreen import SubmissionScreen
+from .subscreen import BenchmarksTable, SubmissionScreen
 from .summary import Summary
 from .trials import TrialsTable
 from .watch import ChangeSource, watchfiles_source
@@ -158,6 +158,7 @@ class GymwatchApp(App):
         """The user's keymap file over the bindings' ids; each problem a warning of one line (shown
         once the app is up)."""
         known = {b.id for _, b in keymap.all_bindings(self) if b.id}
+        known |= {b.id for b in BenchmarksTable.BINDINGS if b.id}    # one file for runs and submissions
         self.keymap_path, mapping, self.keymap_problems = keymap.load(known)
         if mapping:
             self.set_keymap(mapping)
