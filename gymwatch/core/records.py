@@ -27,6 +27,10 @@ FAILURE_STATUS_KEY = "_ng_failure_http_status"
 FAILURE_PREFIX = "_ng_failure_"
 FAILURE_TERMINAL_KEY = "_ng_failure_terminal"     # Gym's resume never retries such a failure
 AGENT_REF_KEY = "agent_ref"
+PERF_KEY = "ng_perf"                  # Gym 0.7 with observability on: the rollout's own figures
+LATENCY_KEY = "total_latency_ms"      # ... among them how long its /run took
+CREATED_KEY = "created_at"            # response.created_at: when the model answered (epoch seconds)
+MAX_SECONDS = 1 << 53                 # a time or duration beyond this is no number Gym writes
 # Failure-row keys that may carry a human message, most specific first.
 MESSAGE_KEYS = ("_ng_failure_message", "_ng_failure_reason", "_ng_failure_error", "error",
                 "infrastructure_error", "failure_reason", "message")
@@ -48,6 +52,8 @@ class RowFacts(Struct, gc=False, array_like=True):
     message: str = ""
     http_status: Optional[int] = None
     problem: str = ""     # why this row is unusable or partly wrong (shown in the report)
+    latency: Optional[float] = None       # seconds its /run took (ng_perf.total_latency_ms / 1000)
+    answered_at: Optional[float] = None   # response.created_at
 
 
 class BadLine(ValueError):
@@ -107,6 +113,7 @@ def rollout_facts(raw: bytes) -> RowFacts:
     response = obj.get("response")
     facts.never_ran = never_ran(response)
     _usage(response, facts)
+    _timing(obj, response, facts)
     reward = obj.get("reward")
     if is_number(reward) and math.isfinite(reward):
         facts.reward = float(reward)
@@ -124,6 +131,7 @@ def failure_facts(raw: bytes) -> RowFacts:
     response = obj.get("response")
     facts.never_ran = never_ran(response)
     _usage(response, facts)
+    _timing(obj, response, facts)
     _failure(obj, facts)
     return facts
 
@@ -178,6 +186,25 @@ def _usage(response: Any, facts: RowFacts) -> None:
         return
     facts.input_tokens = _first_number(usage, "input_tokens", "prompt_tokens")
     facts.output_tokens = _first_number(usage, "output_tokens", "completion_tokens")
+
+
+def _timing(obj: dict, response: Any, facts: RowFacts) -> None:
+    """When the model answered, and how long Gym says the trial's /run took."""
+    if isinstance(response, dict):
+        facts.answered_at = seconds(response.get(CREATED_KEY))
+    perf = obj.get(PERF_KEY)
+    if isinstance(perf, dict):
+        ms = seconds(perf.get(LATENCY_KEY))
+        facts.latency = ms / 1000 if ms is not None else None
+
+
+def seconds(v: Any) -> Optional[float]:
+    """A time or a duration: a number (not a bool), finite, not negative, as a float; else None."""
+    if type(v) is int:
+        return float(v) if 0 <= v <= MAX_SECONDS else None
+    if type(v) is float and math.isfinite(v) and 0 <= v <= MAX_SECONDS:
+        return v
+    return None
 
 
 def _failure(obj: dict, facts: RowFacts) -> None:
