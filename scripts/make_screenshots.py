@@ -31,7 +31,7 @@ COLLECTING = COLD_START + [30.2, 33.0, 36.0, 37.0, 38.0, 39.0, 40.0]
 async def shoot(app, out: Path, keys: tuple[str, ...] = (), size: tuple[int, int] = SIZE) -> None:
     async with app.run_test(size=size) as pilot:
         view = app.pane.view
-        settled = lambda: app.started and view_settled(app) and (  # noqa: E731
+        settled = lambda: app.run_shown and view_settled(app) and (  # noqa: E731
             not view.follow or view.scroll_y >= view.max_scroll_y)
         await wait_for(pilot, settled)
         for key in keys:
