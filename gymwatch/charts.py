@@ -17,7 +17,7 @@ from .core.costs import ESTIMATED, GYM, SLOW, TOKENS, Cost, Percentiles
 from .core.figures import ANSWERED, SEEN, Spread, Throughput
 from .core.model import S_FAILED, S_READY, S_STOPPED
 from .core.sanitize import clean
-from .core.timeline import Startup
+from .core.timeline import Lane, Span, Startup
 
 FULL, FAILED_MARK, NEVER_MARK = "█", "×", "░"       # a completed, a failed, a never-ran result
 EIGHTHS = " ▏▎▍▌▋▊▉"                                 # a bar's last part, in eighths of a character
@@ -100,26 +100,44 @@ def mermaid_gantt(st: Startup) -> list[str]:
     return out
 
 
-def startup_lines(st: Startup, width: int = BAR) -> list[str]:
-    """The timeline as text: a row a server, its steps as bars on one axis, the critical one marked."""
-    if not st.timed or st.start is None or st.end is None:
+def lane_cells(st: Startup, lane: Lane, width: int) -> list[tuple[int, int, Span]]:
+    """Where each of the lane's spans falls on an axis of `width` cells from the first step to
+    the end: (first cell, cell after the last, span), at least one cell each."""
+    if st.start is None or st.end is None:
         return []
     span = max(st.end - st.start, 1e-9)
+    out = []
+    for sp in lane.spans:
+        end = sp.end if sp.end is not None else st.end
+        a = min(width - 1, int((sp.start - st.start) / span * width))
+        b = max(a + 1, min(width, int(math.ceil((end - st.start) / span * width))))
+        out.append((a, b, sp))
+    return out
+
+
+def lane_tail(st: Startup, lane: Lane) -> str:
+    """What a lane's row says after its bar: `ready at +55s`, or the step it is in."""
+    took = lane.ended - st.start if lane.ended is not None and st.start is not None else None
+    if lane.outcome and took is not None:
+        return f"{OUTCOME_WORDS.get(lane.outcome, lane.outcome)} at +{duration(took)}"
+    if lane.outcome:
+        return OUTCOME_WORDS.get(lane.outcome, lane.outcome)
+    return lane.spans[-1].label if lane.spans else ", ".join(lane.untimed) or "no output yet"
+
+
+def startup_lines(st: Startup, width: int = BAR) -> list[str]:
+    """The timeline as text: a row a server, its steps as bars on one axis (█ and ▓ by turns),
+    the critical one marked `*`."""
+    if not st.timed:
+        return []
     name_w = min(max((len(ln.name) for ln in st.lanes), default=4), 40)
     out = []
     for lane in st.lanes:
         line = [" "] * width
-        for i, sp in enumerate(lane.spans):
-            a = int((sp.start - st.start) / span * (width - 1))
-            end = sp.end if sp.end is not None else st.end
-            b = max(a + 1, int(math.ceil((end - st.start) / span * (width - 1))))
-            for x in range(a, min(b, width)):
-                line[x] = "█▓"[i % 2]
-        took = lane.ended - st.start if lane.ended is not None else None
-        tail = (f"{OUTCOME_WORDS.get(lane.outcome, lane.outcome)} at +{duration(took)}" if lane.outcome and took is not None
-                else lane.outcome or (lane.spans[-1].label if lane.spans else ", ".join(lane.untimed) or "no output"))
+        for i, (a, b, _) in enumerate(lane_cells(st, lane, width)):
+            line[a:b] = "█▓"[i % 2] * (b - a)
         mark = "*" if lane.critical else " "
-        out.append(f"{mark} {clean(lane.name)[:name_w]:<{name_w}} |{''.join(line)}| {clean(tail)}")
+        out.append(f"{mark} {clean(lane.name)[:name_w]:<{name_w}} |{''.join(line)}| {clean(lane_tail(st, lane))}")
     return out
 
 
@@ -139,36 +157,37 @@ def startup_steps(st: Startup) -> list[str]:
 
 
 # --- throughput --------------------------------------------------------------------------------
-def throughput_lines(tp: Throughput, width: int = BAR, rows: int = MOST_ROWS) -> list[str]:
-    """Results per bucket as bars from the first result (`+h:mm`): completed █, failed ×, never ran ░."""
+COMPLETED_PART, FAILED_PART, NEVER_PART = "completed", "failed", "never_ran"
+PART_MARK = {COMPLETED_PART: FULL, FAILED_PART: FAILED_MARK, NEVER_PART: NEVER_MARK}
+
+
+def throughput_rows(tp: Throughput, width: int = BAR, rows: int = MOST_ROWS) -> list[tuple[str, list[tuple[str, int]], str]]:
+    """Each bucket (merged to at most `rows`): its label (`+h:mm` from the first result and its
+    count), its bar's parts (kind, cells: each at least one when there is any of it) and a note."""
     shown = tp.merged(rows)
     if not shown.buckets:
         return []
-    first = shown.buckets[0].start
-    peak = shown.peak
+    first, peak = shown.buckets[0].start, shown.peak
     count_w = len(str(peak))
     out = []
     for b in shown.buckets:
         minutes = int((b.start - first) // 60)
-        parts = _stacked(b.completed, b.failed, b.never_ran, peak, width)
+        parts = [(kind, max(1, round(n / peak * width))) for kind, n in
+                 ((COMPLETED_PART, b.completed), (FAILED_PART, b.failed), (NEVER_PART, b.never_ran)) if n]
         notes = ", ".join(f"{n} {w}" for n, w in ((b.failed, "failed"), (b.never_ran, "never ran")) if n)
-        out.append(f"+{minutes // 60}:{minutes % 60:02d} {b.total:>{count_w}} {parts}" + (f"  {notes}" if notes else ""))
+        out.append((f"+{minutes // 60}:{minutes % 60:02d} {b.total:>{count_w}}", parts, notes))
     return out
 
 
-def _stacked(completed: int, failed: int, never: int, peak: int, width: int) -> str:
-    """One bar of three parts, each at least one character when there is any of it."""
-    if peak <= 0:
-        return ""
-    cells = []
-    for n, ch in ((completed, FULL), (failed, FAILED_MARK), (never, NEVER_MARK)):
-        if n:
-            cells.append(ch * max(1, round(n / peak * width)))
-    return "".join(cells)
+def throughput_lines(tp: Throughput, width: int = BAR, rows: int = MOST_ROWS) -> list[str]:
+    """Results per bucket as bars from the first result (`+h:mm`): completed █, failed ×, never ran ░."""
+    return [f"{label} {''.join(PART_MARK[k] * n for k, n in parts)}" + (f"  {notes}" if notes else "")
+            for label, parts, notes in throughput_rows(tp, width, rows)]
 
 
 def throughput_caption(tp: Throughput) -> str:
-    basis = {SEEN: "when gymwatch saw each result arrive",
+    basis = {SEEN: "when gymwatch saw each result arrive" + (
+                 " (those already there: when the model answered them)" if tp.mixed else ""),
              ANSWERED: "when the model answered each (response.created_at: the run was read after the fact)"}
     width = int(tp.merged(MOST_ROWS).width // 60)
     per = "minute" if width == 1 else f"{width} minutes"
@@ -179,15 +198,20 @@ def throughput_caption(tp: Throughput) -> str:
 
 
 # --- distributions -----------------------------------------------------------------------------
-def spread_lines(sp: Spread, width: int = BAR, fmt=None) -> list[str]:
-    """A histogram: a bar a bin (`lo` for a bin of one value, `lo-hi` else) with its count."""
+def spread_rows(sp: Spread, width: int = BAR, fmt=None) -> list[tuple[str, str]]:
+    """A histogram: per bin, its label (`lo` for a bin of one value, `lo-hi` else, and its count)
+    and its bar."""
     if not sp.bins:
         return []
     fmt = fmt or number
     labels = [fmt(b.lo) if b.lo == b.hi else f"{fmt(b.lo)}-{fmt(b.hi)}" for b in sp.bins]
     lw = max(len(x) for x in labels)
     cw = len(str(sp.peak))
-    return [f"{lab:>{lw}} {b.count:>{cw}} {bar(b.count, sp.peak, width)}" for lab, b in zip(labels, sp.bins)]
+    return [(f"{lab:>{lw}} {b.count:>{cw}}", bar(b.count, sp.peak, width)) for lab, b in zip(labels, sp.bins)]
+
+
+def spread_lines(sp: Spread, width: int = BAR, fmt=None) -> list[str]:
+    return [f"{label} {b}" for label, b in spread_rows(sp, width, fmt)]
 
 
 def reward(x: float) -> str:

@@ -204,6 +204,10 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
         out.append(f"  note: {clean(note)}")
     out.append("")
     out.extend(_servers_text(state))
+    st = timeline.startup(state)
+    if st.timed:
+        out += ["", "startup (each server's steps on one time axis; * the server everything waited for):",
+                *charts.startup_lines(st)]
     out.append("")
     out.extend(_trials_text(state))
     rerun_lines = rerun.summary_lines(rerun.plan(state), SHOW_TRIALS)

@@ -231,3 +231,15 @@ def test_settle_concluding_the_same_again_keeps_the_steps_time():
         now[0] = T0 + t
         r.settle(now[0])
     assert st.servers["mcqa"].steps == [StepMark(S_VENV, T0), StepMark(S_FAILED, T0 + 5)]
+
+
+def test_results_there_before_gymwatch_looked_are_placed_by_their_answers_when_the_clocks_agree():
+    earlier = [trial(0, answered=T0 + 5), trial(1, answered=T0 + 70)]
+    later = [trial(2, arrived=T0 + 130, answered=T0 + 129), trial(3, status=T_FAILED, arrived=T0 + 135)]
+    tp = figures.throughput(state_of(*earlier, *later))
+    assert tp.basis == figures.SEEN and tp.mixed and tp.untimed == {}
+    assert [(b.completed, b.failed) for b in tp.buckets] == [(1, 0), (1, 0), (1, 1)]
+    # a replay: its clock runs days after the recording's answers: those stay untimed
+    replayed = [trial(0, answered=T0 - 5 * 86400), trial(2, arrived=T0 + 130)]
+    tp = figures.throughput(state_of(*replayed))
+    assert not tp.mixed and tp.untimed == {T_COMPLETED: 1} and [b.total for b in tp.buckets] == [1]

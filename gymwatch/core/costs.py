@@ -60,7 +60,7 @@ class Outlier:
 class Cost:
     agent: str
     trials: int = 0                     # its trials with a result (a row or a failure)
-    ran: int = 0                        # ... of which ran (not never-ran) with token counts
+    ran: int = 0                        # ... of which ran (not never-ran)
     input_tokens: int = 0               # totals
     output_tokens: int = 0
     input: Optional[Percentiles] = None     # per trial that ran
@@ -99,6 +99,7 @@ def costs(state: RunState) -> list[Cost]:
     """Cost and speed of each agent, by name."""
     tallies: dict[str, _Tally] = {}
     results, default = figures.RESULTS, state.info.agent or "(agent unknown)"
+    estimates = _estimated_durations(state)
     for key, t in state.trials.items():
         status = t.status
         if status not in results:
@@ -107,31 +108,31 @@ def costs(state: RunState) -> list[Cost]:
         g = tallies.get(agent)
         if g is None:
             g = tallies[agent] = _Tally()
+        if estimates:
+            g.keys.append(key)
         g.trials += 1
-        g.keys.append(key)
+        g.ran += 1
         inp, out = t.input_tokens, t.output_tokens
-        if inp:
-            g.input_total += inp
-        if out:
-            g.output_total += out
         if status == T_NEVER_RAN:
+            g.ran -= 1
+            g.input_total += inp or 0
+            g.output_total += out or 0
             continue
         if inp is not None:
             g.inputs.append(inp)
         if out is not None:
             g.outputs.append(out)
             g.output_keys.append(key)
-        if inp is not None or out is not None:
-            g.ran += 1
-        if t.latency is not None:
-            g.latencies.append(t.latency)
+        latency = t.latency
+        if latency is not None:
+            g.latencies.append(latency)
             g.latency_keys.append(key)
-    estimates = _estimated_durations(state)
     return [_cost(agent, tallies[agent], estimates) for agent in sorted(tallies)]
 
 
 def _cost(agent: str, g: _Tally, estimates: dict[TrialKey, float]) -> Cost:
-    c = Cost(agent, trials=g.trials, ran=g.ran, input_tokens=g.input_total, output_tokens=g.output_total)
+    c = Cost(agent, trials=g.trials, ran=g.ran, input_tokens=g.input_total + sum(g.inputs),
+             output_tokens=g.output_total + sum(g.outputs))
     c.input = Percentiles.of(sorted(map(float, g.inputs)))
     outs = sorted(map(float, g.outputs))
     c.output = Percentiles.of(outs)

@@ -6,8 +6,10 @@ Views draw these (gymwatch/charts.py as text, the screen as plots); nothing here
 **When a result came.** A trial's time is when gymwatch saw its latest result arrive (a row, a
 failure row, a collector line naming it failed: `Trial.arrived`, the run's clock) when the run was
 watched; a run read after the fact has no such times, and then its rows' `response.created_at`
-(when the model answered, `Trial.answered_at`) stand in: failure rows and lines have none. One
-chart uses one of the two, never both mixed (a replay's clock is not the recording's).
+(when the model answered, `Trial.answered_at`) stand in: failure rows and lines have none. A screen opened on a
+run already collecting saw only the later results arrive: the earlier ones are placed by when the
+model answered them when the two clocks agree (those answers all came before the first arrival
+gymwatch saw, by at most AGREE apart); not in a replay, whose clock is not the recording's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from .model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState, Trial
 SEEN, ANSWERED = "seen", "answered"     # the two times a result can have (module docstring)
 RESULTS = (T_COMPLETED, T_FAILED, T_NEVER_RAN)
 MINUTE = 60.0
+AGREE = 24 * 3600.0       # the longest a run's earlier answers may precede what gymwatch saw arrive
+SLACK = 60.0              # ... and how far after it one may seem to (clock skew, a row written late)
 MAX_VALUE_BINS = 12      # rewards with at most this many distinct values: a bin each (0/1 rewards: two)
 BINS = 10                # else this many bins of equal width
 
@@ -60,6 +64,7 @@ class Throughput:
     width: float = MINUTE                       # seconds a bucket spans
     buckets: list[Bucket] = field(default_factory=list)   # consecutive, from the first result's
     untimed: dict[str, int] = field(default_factory=dict)  # results with no time, by status
+    mixed: bool = False         # (SEEN) the results before gymwatch looked placed by their answers
 
     @property
     def peak(self) -> int:
@@ -70,7 +75,7 @@ class Throughput:
         if len(self.buckets) <= most:
             return self
         k = math.ceil(len(self.buckets) / most)
-        out = Throughput(self.basis, self.width * k, [], dict(self.untimed))
+        out = Throughput(self.basis, self.width * k, [], dict(self.untimed), self.mixed)
         for i in range(0, len(self.buckets), k):
             part = self.buckets[i:i + k]
             out.buckets.append(Bucket(part[0].start, sum(b.completed for b in part), sum(b.failed for b in part),
@@ -94,9 +99,11 @@ def throughput(state: RunState) -> Throughput:
             out.untimed[t.status] = out.untimed.get(t.status, 0) + 1
         else:
             got.append(at)
-    timed = [v for v in times.values() if v]
-    if not timed:
+    if not any(times.values()):
         return out
+    if basis == SEEN and out.untimed:
+        _earlier_answers(trials, times, out)
+    timed = [v for v in times.values() if v]
     for v in timed:
         v.sort()
     first = math.floor(min(v[0] for v in timed) / MINUTE) * MINUTE
@@ -106,6 +113,22 @@ def throughput(state: RunState) -> Throughput:
     out.buckets = [Bucket(first + i * MINUTE, per[T_COMPLETED][i], per[T_FAILED][i], per[T_NEVER_RAN][i])
                    for i in range(n)]
     return out
+
+
+def _earlier_answers(trials: Iterable[Trial], times: dict[str, list[float]], out: Throughput) -> None:
+    """Results there before gymwatch looked, placed by when the model answered them, when that
+    clock agrees with the one that timed the arrivals (the module docstring)."""
+    first_seen = min(min(v) for v in times.values() if v)
+    earlier = [(t.status, t.answered_at) for t in trials if t.status in times and t.arrived is None
+               and t.answered_at is not None]
+    if not earlier or not first_seen - AGREE <= max(at for _, at in earlier) <= first_seen + SLACK:
+        return
+    for status, at in earlier:
+        times[status].append(at)
+        out.untimed[status] -= 1
+        if not out.untimed[status]:
+            del out.untimed[status]
+    out.mixed = True
 
 
 def _counts(ordered: list[float], edges: list[float]) -> list[int]:
