@@ -216,6 +216,9 @@ def test_a_report_read_after_the_fact_says_why_its_timeline_has_no_times():
 
 def test_the_text_and_json_reports_carry_the_cost_section():
     text = to_text(timed_run())
+    assert ("startup (each server's steps on one time axis; * the server everything waited for):\n"
+            "  mcqa   |████████▓▓▓▓▓▓████████████████          | ready at +40s\n"        # 40 cells for 55 s
+            "* policy |████████████████▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓| ready at +55s\n") in text
     assert ("  mcqa_simple_agent: 12 trial(s); input tokens 2145 (204 / 208 / 209), output tokens 5910 "
             "(100 / 110 / 5000); duration 1m10s / 1m20s (estimated from arrivals)") in text
     assert "    far off: task 9 rollout 0: 5000 output tokens (typical 100)" in text

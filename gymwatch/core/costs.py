@@ -6,7 +6,8 @@ observability on). Elsewhere it is estimated from when results came (core/figure
 the collector running `concurrency` trials at once, a trial that ended at the i-th result began
 about when the (i - concurrency)-th ended (its slot freed), so the estimate is the time between the
 two. That is exact for a steady pipeline, tells nothing about one trial, and needs the concurrency
-(Gym's `num_samples_in_parallel`): estimated durations flag no trial.
+(Gym's `num_samples_in_parallel`), and is the collector's, so the same for every agent it ran:
+estimated durations flag no trial.
 
 Outliers (core/quantiles.py's rule, per agent, among the trials that ran): output tokens far above
 the agent's typical (a runaway generation), and a Gym-recorded duration far above its peers'.
@@ -20,7 +21,7 @@ from typing import Optional
 
 from . import figures
 from .model import T_NEVER_RAN, RunState, TrialKey
-from .quantiles import Typical, quantile
+from .quantiles import FAR_RATIO, Typical, quantile
 
 GYM, ESTIMATED = "gym", "estimated"      # where durations come from (Cost.duration_from)
 MAX_OUTLIERS = 20                        # kept per agent and kind (the count says how many in all)
@@ -35,10 +36,12 @@ class Percentiles:
     max: float
 
     @staticmethod
-    def of(ordered: list[float]) -> Optional["Percentiles"]:
+    def of(ordered: list) -> Optional["Percentiles"]:
+        """Of numbers sorted ascending."""
         if not ordered:
             return None
-        return Percentiles(len(ordered), quantile(ordered, 0.5) or 0.0, quantile(ordered, 0.9) or 0.0, ordered[-1])
+        return Percentiles(len(ordered), float(quantile(ordered, 0.5) or 0), float(quantile(ordered, 0.9) or 0),
+                           float(ordered[-1]))
 
     def to_json(self) -> dict:
         return {"n": self.n, "p50": self.p50, "p90": self.p90, "max": self.max}
@@ -83,7 +86,7 @@ class _Tally:
     """One agent's trials, in one pass over the run's (a 100k-trial run: its figures in one read)."""
 
     __slots__ = ("trials", "ran", "input_total", "output_total", "inputs", "outputs", "output_keys",
-                 "latencies", "latency_keys", "keys")
+                 "latencies", "latency_keys")
 
     def __init__(self) -> None:
         self.trials = self.ran = self.input_total = self.output_total = 0
@@ -92,14 +95,12 @@ class _Tally:
         self.output_keys: list[TrialKey] = []
         self.latencies: list[float] = []
         self.latency_keys: list[TrialKey] = []
-        self.keys: list[TrialKey] = []
 
 
 def costs(state: RunState) -> list[Cost]:
     """Cost and speed of each agent, by name."""
     tallies: dict[str, _Tally] = {}
     results, default = figures.RESULTS, state.info.agent or "(agent unknown)"
-    estimates = _estimated_durations(state)
     for key, t in state.trials.items():
         status = t.status
         if status not in results:
@@ -108,8 +109,6 @@ def costs(state: RunState) -> list[Cost]:
         g = tallies.get(agent)
         if g is None:
             g = tallies[agent] = _Tally()
-        if estimates:
-            g.keys.append(key)
         g.trials += 1
         g.ran += 1
         inp, out = t.input_tokens, t.output_tokens
@@ -127,48 +126,53 @@ def costs(state: RunState) -> list[Cost]:
         if latency is not None:
             g.latencies.append(latency)
             g.latency_keys.append(key)
-    return [_cost(agent, tallies[agent], estimates) for agent in sorted(tallies)]
+    estimated = _estimated_durations(state) if not any(g.latencies for g in tallies.values()) else None
+    return [_cost(agent, tallies[agent], estimated) for agent in sorted(tallies)]
 
 
-def _cost(agent: str, g: _Tally, estimates: dict[TrialKey, float]) -> Cost:
+def _cost(agent: str, g: _Tally, estimated: Optional[Percentiles]) -> Cost:
     c = Cost(agent, trials=g.trials, ran=g.ran, input_tokens=g.input_total + sum(g.inputs),
              output_tokens=g.output_total + sum(g.outputs))
-    c.input = Percentiles.of(sorted(map(float, g.inputs)))
-    outs = sorted(map(float, g.outputs))
+    c.input = Percentiles.of(sorted(g.inputs))
+    outs = sorted(g.outputs)
     c.output = Percentiles.of(outs)
     _flag(c, TOKENS, g.output_keys, g.outputs, outs)
     if g.latencies:
         durations = sorted(g.latencies)
         c.duration, c.duration_from = Percentiles.of(durations), GYM
         _flag(c, SLOW, g.latency_keys, g.latencies, durations)
-    elif estimates:
-        guessed = sorted(d for k in g.keys if (d := estimates.get(k)) is not None)
-        if guessed:
-            c.duration, c.duration_from = Percentiles.of(guessed), ESTIMATED
+    elif estimated is not None:
+        c.duration, c.duration_from = estimated, ESTIMATED
     return c
 
 
-def _flag(c: Cost, kind: str, keys: list[TrialKey], values: list, ordered: list[float]) -> None:
+def _flag(c: Cost, kind: str, keys: list[TrialKey], values: list, ordered: list) -> None:
     """The trials among `keys` (with `values`) far above the typical of `ordered` (the same values, sorted)."""
+    least = FAR_RATIO * (quantile(ordered, 0.5) or 0)
+    if not ordered or ordered[-1] < least:
+        return      # none can be (and the spread need not be found)
     typical = Typical(ordered)
-    least = typical.threshold()
-    if least is None or ordered[-1] < least:
+    threshold = typical.threshold()
+    if threshold is None or ordered[-1] < threshold:
         return
-    far = sorted(((k, float(v)) for k, v in zip(keys, values) if v >= least and typical.far_above(v)),
+    far = sorted(((k, float(v)) for k, v in zip(keys, values) if v >= threshold and typical.far_above(v)),
                  key=lambda kv: (-kv[1], kv[0]))
     if far:
         c.outlier_counts[kind] = len(far)
         c.outliers.extend(Outlier(k, kind, v, typical.median) for k, v in far[:MAX_OUTLIERS])
 
 
-def _estimated_durations(state: RunState) -> dict[TrialKey, float]:
-    """Each trial's duration estimated from when results came (the module docstring), for the
-    trials Gym recorded none for; {} without the collector's concurrency."""
+def _estimated_durations(state: RunState) -> Optional[Percentiles]:
+    """Trial durations estimated from when results came (the module docstring), when Gym recorded
+    none: a property of the collector's pipeline, so the same for every agent it ran; None without
+    its concurrency."""
     c = state.info.concurrency
     trials = state.trials.values()
-    if not c or c < 1 or any(t.latency is not None for t in trials):
-        return {}
-    basis = figures.time_basis(trials)
-    timed = sorted((at, key) for key, t in state.trials.items() if t.status in figures.RESULTS
-                   and (at := figures.result_time(t, basis)) is not None)
-    return {key: at - timed[i - c][0] for i, (at, key) in enumerate(timed) if i >= c}
+    basis = figures.time_basis(trials) if c and c >= 1 else ""
+    if not basis:
+        return None
+    arrived = basis == figures.SEEN
+    results = figures.RESULTS
+    times = [at for t in trials if t.status in results and (at := t.arrived if arrived else t.answered_at) is not None]
+    times.sort()
+    return Percentiles.of(sorted(b - a for a, b in zip(times, times[c:])))
