@@ -31,7 +31,7 @@ def duration(seconds: Optional[float]) -> str:
     if seconds is None:
         return "?"
     if seconds < 10:
-        return f"{seconds:.2g}s" if seconds < 1 else f"{seconds:.1f}s"
+        return "<0.01s" if seconds < 0.01 else f"{seconds:.2f}s" if seconds < 1 else f"{seconds:.1f}s"
     s = int(round(seconds))
     if s < 60:
         return f"{s}s"

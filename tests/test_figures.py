@@ -243,3 +243,15 @@ def test_results_there_before_gymwatch_looked_are_placed_by_their_answers_when_t
     replayed = [trial(0, answered=T0 - 5 * 86400), trial(2, arrived=T0 + 130)]
     tp = figures.throughput(state_of(*replayed))
     assert not tp.mixed and tp.untimed == {T_COMPLETED: 1} and [b.total for b in tp.buckets] == [1]
+
+
+def test_steps_seen_within_a_second_of_the_next_join_the_one_before():
+    """uv's lines, and a poll's, come in bursts: a step that lasted less than a second is not a bar
+    of its own; a first one (a server's first line, then its lock wait) is dropped, its time kept."""
+    st = feed_timed([(0, "a", "Waiting for virtual environment setup: /w/x/.venv"),
+                     (0.0002, "a", "Creating virtual environment at: /w/x/.venv"),
+                     (20, "a", "Resolved 3 packages in 1s"), (20.3, "a", "Installed 3 packages in 9ms"),
+                     (35, "a", "INFO:     Uvicorn running on http://127.0.0.1:9001 (Press CTRL+C to quit)")])
+    lane, = timeline.startup(st).lanes
+    assert [(sp.label, sp.start - T0, sp.end - T0) for sp in lane.spans] == [
+        ("venv create + install 3 packages", 0, pytest.approx(20.3)), ("start", pytest.approx(20.3), 35)]

@@ -20,6 +20,8 @@ from .model import S_FAILED, S_INSTALL, S_LOCK, S_READY, S_STOPPED, RunState, Se
 from .servers import same_venv
 
 ENDS = (S_READY, S_FAILED, S_STOPPED)     # a step that ends a server's startup
+INSTANT = 1.0       # seconds: a step shorter than this was seen in one read with the next (uv's output
+                    # comes in bursts, a poll reads a second's lines at once): it joins the step before
 
 
 @dataclass(slots=True)
@@ -86,31 +88,39 @@ def startup(state: RunState, now: Optional[float] = None) -> Startup:
 
 def _lane(s: Server) -> Lane:
     lane = Lane(s.name)
+    spans: list[Span] = []
     for mark in s.steps:
+        if spans and spans[-1].end is None:
+            spans[-1].end = mark.at
         if mark.step in ENDS:
             lane.outcome, lane.ended = mark.step, mark.at
-            _end(lane, mark.at)
             break
         if mark.at is None:
-            if not lane.spans:
+            if not spans:
                 lane.untimed.append(mark.step)
             continue
-        _end(lane, mark.at)
-        lane.spans.append(Span(mark.step, mark.at, None, _words(mark.step, s)))
+        spans.append(Span(mark.step, mark.at, None, _words(mark.step, s)))
+    lane.spans = _joined(spans)
     return lane
 
 
-def _end(lane: Lane, at: Optional[float]) -> None:
-    """The lane's open span ends at `at`; one no time passed in is joined to the span before it
-    (or dropped, the first)."""
-    if not lane.spans or lane.spans[-1].end is not None:
-        return
-    last = lane.spans[-1]
-    last.end = at
-    if at is not None and at <= last.start:
-        lane.spans.pop()
-        if lane.spans and lane.spans[-1].end == last.start:
-            lane.spans[-1].label += f" + {last.label}"
+def _joined(spans: list[Span]) -> list[Span]:
+    """Spans shorter than INSTANT joined to the one before (`venv create + install 161 packages`);
+    a first one dropped, the next starting where it did."""
+    out: list[Span] = []
+    start = None
+    for sp in spans:
+        if sp.end is not None and sp.end - sp.start < INSTANT:
+            if out and out[-1].end == sp.start:
+                out[-1].label += f" + {sp.label}"
+                out[-1].end = sp.end
+            elif not out and start is None:
+                start = sp.start
+            continue
+        if start is not None and not out:
+            sp.start = start
+        out.append(sp)
+    return out
 
 
 def _words(step: str, s: Server) -> str:

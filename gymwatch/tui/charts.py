@@ -54,7 +54,7 @@ def _timeline(state: RunState, width: int, now: Optional[float]) -> Text:
         return Text("No server seen yet.", style="dim")
     out = []
     if st.timed and st.start is not None and st.end is not None:
-        name_w = min(max(len(ln.name) for ln in st.lanes), max(12, width // 4))
+        name_w = min(max(len(ln.name) for ln in st.lanes), max(12, width // 3))
         tail_w = min(28, max(len(charts.lane_tail(st, ln)) for ln in st.lanes))
         bar_w = max(10, width - name_w - tail_w - 6)
         took = charts.duration(st.end - st.start)
@@ -63,7 +63,7 @@ def _timeline(state: RunState, width: int, now: Optional[float]) -> Text:
         out.append(head)
         for lane in st.lanes:
             row = Text("* " if lane.critical else "  ", style="bold red" if lane.critical else "")
-            row.append(f"{clean(lane.name)[:name_w]:<{name_w}} ", style="bold red" if lane.critical else "bold")
+            row.append(f"{_cut(clean(lane.name), name_w):<{name_w}} ", style="bold red" if lane.critical else "bold")
             cells = [(" ", "")] * bar_w
             for a, b, sp in charts.lane_cells(st, lane, bar_w):
                 style = STEP_LOOK.get(sp.step, "white")
@@ -85,6 +85,10 @@ def _timeline(state: RunState, width: int, now: Optional[float]) -> Text:
     out.append(Text(""))
     out += [Text(clean(line)) for line in charts.startup_steps(st)]
     return _lines(*out)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _throughput(state: RunState, width: int, now: Optional[float]) -> Text:

@@ -157,8 +157,9 @@ class MainScreen(Screen):
                     self.navigator.open_server_log(name)
             if self.run_shown and not self.hands_on and state is not None:
                 self._select_waited_on()
-        if isinstance(self.app.screen, ChartsScreen) and changes:
-            self.app.screen.run_changed()
+        if isinstance(self.app.screen, ChartsScreen) and (changes.reset or changes.trials or changes.removed_trials
+                                                          or changes.servers):
+            self.app.screen.run_changed()     # (not for log lines: they change no chart)
         self.fit_soon()        # the summary's and the board's heights may have moved
 
     def show_summary(self) -> None:
