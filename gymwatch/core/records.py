@@ -4,65 +4,25 @@ read from the object. core/fast/rows.py decodes a block of rows of the usual sha
 same facts; `rollout_rows()` / `input_rows()` below choose, for a block of lines, which reads it.
 
 Nothing here keeps a full record: a row is reduced to a `RowFacts` and dropped.
-The key names that join Gym (the writer) and gymwatch (the reader) live here only.
+The key names that join Gym (the writer) and gymwatch (the reader) live in core/rowfacts.py.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
-from msgspec import Struct
 from pydantic_core import from_json
 
 from . import fast
+from .fast import rows as fast_rows
 from .neverran import is_number, never_ran
-
-TASK_KEY = "_ng_task_index"
-ROLLOUT_KEY = "_ng_rollout_index"
-ATTEMPT_KEY = "_ng_attempt_index"
-FAILURE_CLASS_KEY = "_ng_failure_class"
-FAILURE_STATUS_KEY = "_ng_failure_http_status"
-FAILURE_PREFIX = "_ng_failure_"
-FAILURE_TERMINAL_KEY = "_ng_failure_terminal"     # Gym's resume never retries such a failure
-AGENT_REF_KEY = "agent_ref"
-PERF_KEY = "ng_perf"                  # Gym 0.7 with observability on: the rollout's own figures
-LATENCY_KEY = "total_latency_ms"      # ... among them how long its /run took
-CREATED_KEY = "created_at"            # response.created_at: when the model answered (epoch seconds)
-MAX_SECONDS = 1 << 53                 # a time or duration beyond this is no number Gym writes
-# Failure-row keys that may carry a human message, most specific first.
-MESSAGE_KEYS = ("_ng_failure_message", "_ng_failure_reason", "_ng_failure_error", "error",
-                "infrastructure_error", "failure_reason", "message")
-
-
-class RowFacts(Struct, gc=False, array_like=True):
-    """What the model takes from one row (a msgspec Struct: a big run makes one a row; encoded as
-    an array when a forked child sends it, core/fast/fork.py)."""
-
-    task: Optional[int] = None
-    rollout: Optional[int] = None
-    attempt: Optional[int] = None
-    reward: Optional[float] = None
-    input_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
-    never_ran: bool = False
-    agent: str = ""
-    failure_class: str = ""
-    message: str = ""
-    http_status: Optional[int] = None
-    problem: str = ""     # why this row is unusable or partly wrong (shown in the report)
-    latency: Optional[float] = None       # seconds its /run took (ng_perf.total_latency_ms / 1000)
-    answered_at: Optional[float] = None   # response.created_at
-
-
-class BadLine(ValueError):
-    """A line that is not a JSON object."""
-
-
-# A line of a rows file: its facts, why it is not a row, or None (a blank line, which is no row).
-Row = Union[RowFacts, BadLine, None]
-
+from .rowfacts import (  # noqa: F401 - the names of a row, read here and by records' users
+    AGENT_REF_KEY, ATTEMPT_KEY, CREATED_KEY, FAILURE_CLASS_KEY, FAILURE_PREFIX, FAILURE_STATUS_KEY,
+    FAILURE_TERMINAL_KEY, LATENCY_KEY, MESSAGE_KEYS, PERF_KEY, ROLLOUT_KEY, TASK_KEY, BadLine, Row, RowFacts,
+    seconds,
+)
 
 def load_object(raw: bytes) -> dict:
     try:
@@ -198,15 +158,6 @@ def _timing(obj: dict, response: Any, facts: RowFacts) -> None:
         facts.latency = ms / 1000 if ms is not None else None
 
 
-def seconds(v: Any) -> Optional[float]:
-    """A time or a duration: a number (not a bool), finite, not negative, as a float; else None."""
-    if type(v) is int:
-        return float(v) if 0 <= v <= MAX_SECONDS else None
-    if type(v) is float and math.isfinite(v) and 0 <= v <= MAX_SECONDS:
-        return v
-    return None
-
-
 def _failure(obj: dict, facts: RowFacts) -> None:
     facts.failure_class = str(obj.get(FAILURE_CLASS_KEY) or "unknown")
     facts.message = _message(obj)
@@ -255,10 +206,7 @@ def failure_rows(block: bytes) -> list[Row]:
 
 def _quick(kind: str) -> Optional[Callable[[bytes], Optional[list[Optional[RowFacts]]]]]:
     """core/fast/rows.py's decode of a block of `kind`, unless that fast path is off."""
-    if not fast.enabled("rows"):
-        return None
-    from .fast import rows     # (not at the top: it makes the RowFacts defined here)
-    return getattr(rows, kind)
+    return getattr(fast_rows, kind) if fast.enabled("rows") else None
 
 
 def one_row(parse: Callable[[bytes], RowFacts], raw: bytes) -> Row:

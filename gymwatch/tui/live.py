@@ -111,6 +111,7 @@ class LiveRun:
             return self._poll()
 
     def _poll(self) -> Changes:
+        assert self.session is not None
         waited = bool(self.waiting)
         if waited:
             self._seen_replay()

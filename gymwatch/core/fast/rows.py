@@ -24,7 +24,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from ..neverran import TOKEN_KEYS, never_ran
-from ..records import (
+from ..rowfacts import (
     AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, PERF_KEY, ROLLOUT_KEY, TASK_KEY, RowFacts, seconds,
 )
 
