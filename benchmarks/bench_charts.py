@@ -30,8 +30,18 @@ TARGET = 5.0        # x the bare pass: the cost section (in every report) and a 
 
 def model(n: int):
     from gymwatch.core.model import (
-        S_INSTALL, S_READY, S_START, S_VENV, T_COMPLETED, T_FAILED, T_NEVER_RAN, RunInfo, RunState, Server,
-        StepMark, Trial,
+        S_INSTALL,
+        S_READY,
+        S_START,
+        S_VENV,
+        T_COMPLETED,
+        T_FAILED,
+        T_NEVER_RAN,
+        RunInfo,
+        RunState,
+        Server,
+        StepMark,
+        Trial,
     )
 
     rng = random.Random(37)

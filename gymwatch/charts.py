@@ -207,7 +207,7 @@ def spread_rows(sp: Spread, width: int = BAR, fmt=None) -> list[tuple[str, str]]
     labels = [fmt(b.lo) if b.lo == b.hi else f"{fmt(b.lo)}-{fmt(b.hi)}" for b in sp.bins]
     lw = max(len(x) for x in labels)
     cw = len(str(sp.peak))
-    return [(f"{lab:>{lw}} {b.count:>{cw}}", bar(b.count, sp.peak, width)) for lab, b in zip(labels, sp.bins)]
+    return [(f"{lab:>{lw}} {b.count:>{cw}}", bar(b.count, sp.peak, width)) for lab, b in zip(labels, sp.bins, strict=True)]
 
 
 def spread_lines(sp: Spread, width: int = BAR, fmt=None) -> list[str]:

@@ -206,7 +206,7 @@ def unpaired_text(s: dict[str, Any]) -> str:
     u = s["unpaired"]
 
     def why(by: dict[str, int], side: str) -> str:
-        return f" ({side}: " + ", ".join(f"{n} {st.replace('_', ' ')}" for st, n in by.items()) + ")" if by else ""
+        return f" ({side}: " + ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in by.items()) + ")" if by else ""
     text = (f"counted apart: {u['a_only']} scored in A only{why(u['a_only_b_status'], 'B')}, "
             f"{u['b_only']} in B only{why(u['b_only_a_status'], 'A')}")
     return text + (f"; {u['neither']} scored in neither" if u["neither"] else "")

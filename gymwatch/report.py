@@ -9,13 +9,36 @@ from pydantic_core import to_json as to_json_bytes
 
 from . import __version__, charts
 from .core import attempts, attribution, costs, figures, gymversion, health, rerun, timeline
-from .core.model import (
-    EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
-    V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
-    EndpointWait,
-    Evidence, GymHealth, Retrying, RunState, Server, Trial,
-)
 from .core.fast import fork
+from .core.model import (
+    EXITED,
+    FAILED,
+    INSTALLING,
+    PENDING,
+    STARTING,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    TRIAL_STATUSES,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_NO_AGENT_RAN,
+    V_OK,
+    V_SOME_FAILED,
+    V_SOME_NEVER_RAN,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
+    EndpointWait,
+    Evidence,
+    GymHealth,
+    Retrying,
+    RunState,
+    Server,
+    Trial,
+)
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
 

@@ -14,8 +14,19 @@ from conftest import CASES07
 from gymwatch.core import costs, figures, timeline
 from gymwatch.core.layout import ENV
 from gymwatch.core.model import (
-    S_FAILED, S_INSTALL, S_LOCK, S_READY, S_START, S_VENV, T_COMPLETED, T_FAILED, T_NEVER_RAN, RunInfo, RunState,
-    StepMark, Trial,
+    S_FAILED,
+    S_INSTALL,
+    S_LOCK,
+    S_READY,
+    S_START,
+    S_VENV,
+    T_COMPLETED,
+    T_FAILED,
+    T_NEVER_RAN,
+    RunInfo,
+    RunState,
+    StepMark,
+    Trial,
 )
 from gymwatch.core.quantiles import Typical, quantile
 from gymwatch.core.reducer import Reducer

@@ -11,12 +11,12 @@ import re
 import pytest
 
 from conftest import CASES, CASES07, json_report
-from test_figures import COLD, T0, feed_timed, trial
 from gymwatch import charts
 from gymwatch.core import timeline
 from gymwatch.core.model import T_FAILED, T_NEVER_RAN, RunInfo, RunState
 from gymwatch.core.session import read_run
 from gymwatch.report import _md_charts, to_markdown, to_text
+from test_figures import COLD, T0, feed_timed, trial
 
 
 def timed_run() -> RunState:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from conftest import CASES07, FIXTURES
-from tuihelpers import EPOCH, FakeClock, fixture_app, make_app, settled, staged_live, wait_for
 from gymwatch.core.session import read_run
 from gymwatch.tui import charts as screen_charts
 from gymwatch.tui.charts import ChartsScreen
+from tuihelpers import EPOCH, FakeClock, fixture_app, make_app, settled, staged_live, wait_for
 
 SMALL, LARGE = (80, 24), (200, 50)
 COLD_SHARED = CASES07 / "g07_cold_start_shared_venv"

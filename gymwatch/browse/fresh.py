@@ -25,7 +25,8 @@ def check(found: list[Found], paths: list[str], cache: SummaryCache, sign_new_be
     in parallel)."""
     sigs: list[Optional[list]] = [None] * len(found)
     summaries: list[Optional[dict]] = [None] * len(found)
-    known, new = [], []
+    known: list[int] = []
+    new: list[int] = []
     for i, p in enumerate(paths):
         (known if cache.knows(p) else new).append(i)
     theirs: list[int] = []

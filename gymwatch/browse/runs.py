@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from ..core.procs import usable_cpus
 from ..core.fast import bulk_load
+from ..core.procs import usable_cpus
 from . import fresh, workers
 from .cache import SummaryCache
 from .procscan import ProcessSweep
@@ -41,7 +41,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
             # (the stat calls of many runs would all be made before any worker could start)
             sigs, summaries = fresh.check(found, paths, cache, sign_new_below=POOL_MIN_RUNS)
             summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
-            for f, s in zip(found, summaries):
+            for f, s in zip(found, summaries, strict=True):
                 if s is not None and f.known is None:     # still true, its dirs listed this time
                     cache.reshape(f.dir, f.shape)
         cold = [i for i, s in enumerate(summaries) if s is None]
