@@ -27,6 +27,7 @@ def first_row(t: Trial, status: str, facts: records.RowFacts, ev: Evidence, sour
     t.failure_class, t.message, t.http_status = facts.failure_class, facts.message, facts.http_status
     t.agent = facts.agent or t.agent
     t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
+    t.latency, t.answered_at = facts.latency, facts.answered_at
 
 
 def observe_row(t: Trial, new: Attempt, facts: records.RowFacts) -> None:
@@ -96,6 +97,7 @@ def _show(t: Trial, a: Attempt, facts: Optional[records.RowFacts]) -> None:
     if facts is not None:
         t.agent = facts.agent or t.agent
         t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
+        t.latency, t.answered_at = facts.latency, facts.answered_at
 
 
 def _failure(t: Trial) -> bool:
