@@ -45,12 +45,14 @@ def _report(args: argparse.Namespace) -> int:
 
     with fast.bulk_load(keep=True):       # the model lives until the process ends
         session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
+    ray = _read_ray(args.ray) if getattr(args, "ray", None) else None
     written, said = _retry_input(session, args.retry_input) if args.retry_input else (None, "")
     if args.format in ("json", "junit"):
         v = verdict(session.state)
         code = v.exit_code
         if args.format == "json":
-            write_json(session.state, v, sys.stdout, written.to_json() if written else None)
+            write_json(session.state, v, sys.stdout, written.to_json() if written else None,
+                       {"ray": _ray_json(ray)} if ray else None)
         else:
             from .junit import iter_junit
 
@@ -59,6 +61,8 @@ def _report(args: argparse.Namespace) -> int:
     else:
         text, code = render(session.state, args.format)
         sys.stdout.write(text)
+        if ray is not None:
+            sys.stdout.write(_ray_text(ray, args.format))
     if said:
         print(said, file=sys.stdout if args.format in ("text", "md") and written else sys.stderr)
     for line in unreadable_lines(session.state):
@@ -67,6 +71,41 @@ def _report(args: argparse.Namespace) -> int:
     if warning:
         print(f"gymwatch: {warning}", file=sys.stderr)
     return code
+
+
+def _ray_url(text: str) -> str:
+    from .core.cluster.ray import base_url
+
+    try:
+        return base_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _read_ray(url: str):
+    from .core.cluster import ray
+
+    state = ray.read(url)
+    if state.error:
+        print(f"gymwatch: {state.error}", file=sys.stderr)
+    return state
+
+
+def _ray_json(state) -> dict:
+    from .core.cluster.ray import to_json
+
+    return to_json(state)
+
+
+def _ray_text(state, fmt: str) -> str:
+    """The Ray cluster's lines after the report (in Markdown, a section of list items)."""
+    from .core.cluster.ray import summary
+    from .core.sanitize import clean
+
+    lines = [clean(line) for line in summary(state)]
+    if fmt == "md":
+        return "\n## Ray cluster\n\n" + "".join(f"- {line.strip()}\n" for line in lines)
+    return "\n" + "".join(f"{line}\n" for line in lines)
 
 
 def _retry_input(session, file: str) -> tuple:
@@ -115,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--logs", help="per-server log dir (+nemo_gym_log_dir) when not <run>/logs")
     rep.add_argument("--no-process-check", action="store_true",
                      help="do not look for live gym processes (treat the run as ended)")
+    rep.add_argument("--ray", metavar="URL", type=_ray_url,
+                     help="the Ray dashboard of a run whose services span nodes (e.g. http://HEAD:8265): its nodes "
+                          "(alive or dead), actors and placement groups are added to the report (text, md, json)")
     rep.add_argument("--retry-input", metavar="FILE",
                      help="write the input rows of every trial a rerun can fix (failed, never ran, missing) "
                           "to FILE, a new file outside the run, for `gym eval run --input FILE`, and print "
@@ -132,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--on-quit", choices=("ask", "stop", "leave"), default="ask",
                      help="for a run gymwatch launched and still running: what closing the screen does "
                           "(default: ask; other runs are never touched)")
+    att.add_argument("--ray", metavar="URL", type=_ray_url,
+                     help="the Ray dashboard of a run whose services span nodes (e.g. http://HEAD:8265); "
+                          "checked, and handed to the screen, which does not show it yet")
     att.set_defaults(func=_attach)
 
     for register in EXTRA_COMMANDS:

@@ -355,10 +355,21 @@ def _json_trials(state: RunState, trials: list[Trial], lo: int, hi: int) -> Iter
         yield ("," if i else "") + "\n    " + ",\n    ".join(rows)
 
 
-def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None) -> None:
-    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text, a piece at a time."""
-    for piece in iter_json(state, v, retry_input):
-        out.write(piece)
+def json_tail(extra: Optional[dict[str, Any]] = None) -> str:
+    """The JSON report's end; `extra` keys after `trials` (`report --ray`'s `ray`)."""
+    if not extra:
+        return JSON_TAIL
+    text = to_json_bytes(extra, indent=2).decode()
+    return "\n  ],\n  " + text.strip()[1:-1].strip() + "\n}\n"     # its keys, indented as the report's
+
+
+def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None,
+               extra: Optional[dict[str, Any]] = None) -> None:
+    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text, a piece at a
+    time, with `extra` keys after the trials."""
+    pieces = iter_json(state, v, retry_input)
+    for piece in pieces:
+        out.write(json_tail(extra) if piece is JSON_TAIL else piece)
 
 
 class _PlainTrials:

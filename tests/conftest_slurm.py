@@ -18,6 +18,7 @@ same test, `slurm_gym` already holds it). Both fail, never skip, when something 
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Iterator
 
@@ -27,13 +28,35 @@ from slurmgym import GymMissing, Submission, Workspace, gym_lock
 from slurmrig import RigError, SlurmRig, running_rig
 
 
+# One rig per test process. Each module that imports `slurm_rig` gets a fixture of its own (pytest
+# keys fixtures by where they are defined), so a second module's session fixture would wait
+# forever for the lock the first one holds: they share this one, stopped when the last lets go.
+_shared: dict = {"rig": None, "stack": None, "users": 0}
+
+
+@contextlib.contextmanager
+def _shared_rig() -> Iterator[SlurmRig]:
+    if _shared["users"] == 0:
+        stack = contextlib.ExitStack()
+        _shared["rig"] = stack.enter_context(running_rig(accounting=True))
+        _shared["stack"] = stack
+        print(f"slurmrig: a Slurm with accounting up in {_shared['rig'].start_seconds:.1f}s")
+    _shared["users"] += 1
+    try:
+        yield _shared["rig"]
+    finally:
+        _shared["users"] -= 1
+        if _shared["users"] == 0:
+            stack, _shared["rig"], _shared["stack"] = _shared["stack"], None, None
+            stack.close()
+
+
 @pytest.fixture(scope="session")
 def slurm_rig() -> Iterator[SlurmRig]:
     """A real Slurm (munged, slurmctld, slurmd, MariaDB, slurmdbd) for the session; the stand-in
     vllm and the fakepyxis plugin in place. Stopped, by pid, when the session ends."""
     try:
-        with running_rig(accounting=True) as rig:
-            print(f"slurmrig: a Slurm with accounting up in {rig.start_seconds:.1f}s")
+        with _shared_rig() as rig:
             yield rig
     except RigError as exc:
         pytest.fail(f"the test Slurm: {exc}", pytrace=False)

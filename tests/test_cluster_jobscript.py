@@ -125,3 +125,14 @@ def test_an_unreadable_job_script_is_empty_with_a_note(tmp_path):
 def test_a_script_that_is_not_gym_s_gives_nothing_rather_than_an_error():
     js = parse("#!/bin/bash\necho 'unbalanced\nsrun\n# service:\n")
     assert js.services == () and js.time_limit is None
+
+
+def test_the_driver_s_step_number_counts_the_sruns_before_it():
+    # Slurm numbers steps as they start; Gym starts the driver after every service's srun.
+    assert recorded("real_mcqa_cold").driver.step == 1
+    assert jobscript.read(RENDERED / "one_node_plain.sh").driver.step == 2
+    # the collector, a policy under `env K=V` (a value with spaces, quoted), a judge: step 3
+    assert jobscript.read(RENDERED / "multinode_otel_resumable.sh").driver.step == 3
+    quoted = parse("#!/bin/bash\n# service: policy\nenv A='x y' srun --output=logs/policy.log vllm serve m &\n"
+                   "POLICY_PID=$!\nsrun --output=logs/driver.log gym eval run\n")
+    assert quoted.driver is not None and quoted.driver.step == 1

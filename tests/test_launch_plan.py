@@ -59,3 +59,43 @@ def test_bad_commands_are_one_line_errors(tokens):
 
 def test_head_default():
     assert head_of([]) == "127.0.0.1:11000"
+
+
+# --- `gymwatch run -- eval submit ...`
+
+from gymwatch.launch.plan import PlanUsage, SubmitPlan, submit_args  # noqa: E402
+
+
+@pytest.mark.parametrize("tokens", [["--", "eval", "submit", "-c", "f.yaml", "+job.output_path=/o"],
+                                    ["gym", "eval", "submit", "-c", "f.yaml", "+job.output_path=/o"],
+                                    ["--", "/opt/venv/bin/ng", "eval", "submit", "-c", "f.yaml", "+job.output_path=/o"]])
+def test_eval_submit_is_its_own_command(tokens):
+    assert submit_args(tokens) == ["eval", "submit", "-c", "f.yaml", "+job.output_path=/o"]
+
+
+@pytest.mark.parametrize("tokens", [["eval", "run", "--agent", "a"], ["env", "start", "--then", "eval", "run"], []])
+def test_other_commands_are_no_submit(tokens):
+    assert submit_args(tokens) is None
+
+
+@pytest.mark.parametrize("tokens", [["eval", "submit", "-c", "f", "--then", "eval", "run"],
+                                    ["env", "start", "--then", "eval", "submit", "-c", "f"]])
+def test_eval_submit_joined_to_another_command_is_a_usage_error(tokens):
+    with pytest.raises(PlanUsage, match="runs alone"):
+        submit_args(tokens)
+
+
+def test_gymwatch_adds_json_once_and_keeps_the_user_s_flags():
+    def argv(*args):
+        return SubmitPlan(gym=["/venv/bin/gym"], args=["eval", "submit", *args], cwd=Path("/w")).argv()
+    assert argv("-c", "f.yaml", "compute.local.walltime=00:05:00") == [
+        "/venv/bin/gym", "eval", "submit", "-c", "f.yaml", "compute.local.walltime=00:05:00", "--json"]
+    assert argv("--json", "-c", "f.yaml").count("--json") == 1
+    for flag in ("--dry-run", "--resolve-only"):
+        p = SubmitPlan(gym=["g"], args=["eval", "submit", "-c", "f", flag], cwd=Path("/w"))
+        assert p.pass_through and p.argv() == ["g", "eval", "submit", "-c", "f", flag]
+
+
+def test_the_error_for_a_wrong_command_names_eval_submit_too():
+    with pytest.raises(PlanUsage, match="or one `eval submit ...`"):
+        split_command(["run", "x"])

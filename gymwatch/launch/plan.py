@@ -1,4 +1,5 @@
-"""Turn `gymwatch run -- env start ... --then eval run ...` into the exact gym command lines.
+"""Turn `gymwatch run -- env start ... --then eval run ...` into the exact gym command lines
+(and `gymwatch run -- eval submit ...` into a `SubmitPlan`: gymwatch adds only `--json`).
 
 What gymwatch adds: `hydra.run.dir=<run>/hydra/<env_start|eval_run>` (unless given),
 `--output <run>/rollouts.jsonl` (unless given), `--no-serve` on an eval after env start.
@@ -19,8 +20,10 @@ from ..core.gymversion import SPINUP_FROM
 from .manifest import DEFAULT_HEAD
 
 GYM_NAMES = ("gym", "ng")
-ENV_START, EVAL_RUN = ("env", "start"), ("eval", "run")
+ENV_START, EVAL_RUN, EVAL_SUBMIT = ("env", "start"), ("eval", "run"), ("eval", "submit")
 THEN = "--then"
+JSON = "--json"
+PASS_THROUGH = ("--dry-run", "--resolve-only")   # submit nothing: Gym's output is all there is
 
 
 class PlanError(ValueError):
@@ -54,10 +57,45 @@ class Plan:
         return [*self.gym, *(self.env_args if which == "env" else self.eval_args or [])]
 
 
-def split_command(tokens: list[str]) -> tuple[Optional[list[str]], Optional[list[str]]]:
-    """(env start args, eval run args) from the words after `--`."""
+@dataclass
+class SubmitPlan:
+    """`gym eval submit ...` as gymwatch runs it: the user's flags kept, `--json` added to learn
+    the gym job id and the Slurm job ids from Gym's record."""
+
+    gym: list[str]
+    args: list[str]                      # ["eval", "submit", ...] as given
+    cwd: Path
+
+    @property
+    def pass_through(self) -> bool:
+        """--dry-run / --resolve-only: nothing is submitted, Gym's output goes to the user as it is."""
+        return any(a in PASS_THROUGH for a in self.args)
+
+    @property
+    def user_json(self) -> bool:
+        """The user asked for Gym's JSON themselves: it goes to stdout as Gym printed it."""
+        return JSON in self.args
+
+    def argv(self) -> list[str]:
+        if self.pass_through or self.user_json:
+            return [*self.gym, *self.args]
+        return [*self.gym, *self.args, JSON]
+
+
+def submit_args(tokens: list[str]) -> Optional[list[str]]:
+    """["eval", "submit", ...] when the words after `--` are one `eval submit`, else None.
+    Raises PlanUsage when `eval submit` is joined to another command with --then."""
     if tokens and tokens[0] == "--":
         tokens = tokens[1:]
+    parts = [p[1:] if p and os.path.basename(p[0]) in GYM_NAMES else p for p in _parts(tokens)]
+    if not any(tuple(p[:2]) == EVAL_SUBMIT for p in parts):
+        return None
+    if len(parts) > 1:
+        raise PlanUsage("`eval submit` runs alone: Slurm runs the servers and the collection, give no --then")
+    return list(parts[0])
+
+
+def _parts(tokens: list[str]) -> list[list[str]]:
     parts, cur = [], []
     for t in tokens:
         if t == THEN:
@@ -66,8 +104,15 @@ def split_command(tokens: list[str]) -> tuple[Optional[list[str]], Optional[list
         else:
             cur.append(t)
     parts.append(cur)
+    return parts
+
+
+def split_command(tokens: list[str]) -> tuple[Optional[list[str]], Optional[list[str]]]:
+    """(env start args, eval run args) from the words after `--`."""
+    if tokens and tokens[0] == "--":
+        tokens = tokens[1:]
     env = ev = None
-    for part in parts:
+    for part in _parts(tokens):
         if part and os.path.basename(part[0]) in GYM_NAMES:
             part = part[1:]
         if tuple(part[:2]) == ENV_START and env is None and ev is None:
@@ -77,9 +122,10 @@ def split_command(tokens: list[str]) -> tuple[Optional[list[str]], Optional[list
         else:
             shown = " ".join(part[:2]) or "nothing"
             raise PlanUsage(f"expected `env start ...` then optionally `--then eval run ...`, "
-                            f"or one `eval run ...`; got `{shown}`")
+                            f"or one `eval run ...`, or one `eval submit ...`; got `{shown}`")
     if env is None and ev is None:
-        raise PlanUsage("no gym command: give `-- env start ARGS... [--then eval run ARGS...]` or `-- eval run ARGS...`")
+        raise PlanUsage("no gym command: give `-- env start ARGS... [--then eval run ARGS...]`, `-- eval run ARGS...` "
+                        "or `-- eval submit -c FILE ...`")
     return env, ev
 
 

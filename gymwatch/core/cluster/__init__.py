@@ -30,6 +30,9 @@ Slurm's own commands, and folds them into one model per benchmark. The five step
    near the limit), or ended (COMPLETED, FAILED with exit code or signal, TIMEOUT, ...), with its
    evidence and `inferred=True` when Slurm could not tell.
 
+Beside the five steps: `ray.read(url)` -> `RayState`, the Ray cluster under services that span
+nodes, from its dashboard's state API (plain GETs; never raises, `RayState.error` says why).
+
 Evidence (`core.model.Evidence`) names files relative to the submission dir. Words for Slurm's
 states and pending reasons are in `words`; Slurm's time spellings in `slurmtime`.
 """

@@ -36,7 +36,7 @@ _CURL_RE = re.compile(r'curl\b[^"\n]*"([^"]+)"')
 _SLEEP_RE = re.compile(r"^\s*sleep (\d+)\s*$", re.M)
 _GAVE_UP_RE = re.compile(r'did not become healthy after (\d+) attempts')
 _GYM_CMD_RE = re.compile(r"^GYM_CMD=\($(.*?)^\)", re.M | re.S)
-_SRUN_LINE_RE = re.compile(r"^(?:env\s+(?:\S+=\S*\s+)*)?srun\s", re.M)
+_SRUN_LINE_RE = re.compile(r"^(?:env\s[^\n]*?\s)?srun\s", re.M)   # env values may be quoted, with spaces
 _PORT_FLAG_RE = re.compile(r"--port[ =](\d+)")
 _OUTPUT_KEYS = ("+output_jsonl_fpath=", "++output_jsonl_fpath=", "output_jsonl_fpath=")
 _RETRY_LIMIT_RE = re.compile(r"Infra retry limit \((\d+)\)")
@@ -80,6 +80,7 @@ class DriverSpec:
     command: str                   # the `gym eval run ...` it runs (or srun's command), redacted
     output: str                    # srun --output as written, e.g. logs/driver-$SLURM_JOB_ID.log
     rollouts: str                  # +output_jsonl_fpath ("" when not found)
+    step: Optional[int] = None     # its Slurm step number: the sruns before it (every service's) come first
 
 
 @dataclass(frozen=True)
@@ -216,18 +217,21 @@ def _health(text: str, wait: re.Match[str]) -> HealthCheck:
 def _driver(text: str, services: tuple[ServiceSpec, ...]) -> Optional[DriverSpec]:
     service_outputs = {s.output for s in services}
     candidates = []
-    for m in _SRUN_LINE_RE.finditer(text):
+    for n, m in enumerate(_SRUN_LINE_RE.finditer(text)):
         output, command = _srun(_statement(text, m.start()))
         if output not in service_outputs:
-            candidates.append((output, command))
+            candidates.append((output, command, n))
     if not candidates:
         return None
-    output, command = next((c for c in candidates if Path(c[0]).name.startswith("driver")), candidates[-1])
+    output, command, step = next((c for c in candidates if Path(c[0]).name.startswith("driver")), candidates[-1])
     gym_cmd = _gym_cmd(text)
     # The GYM_CMD array of Gym 0.7; an inline `gym eval run ...` otherwise.
     rollouts = next((a.split("=", 1)[1] for a in gym_cmd or command.split() if a.startswith(_OUTPUT_KEYS)), "")
     shown = " ".join(gym_cmd) if gym_cmd and "GYM_CMD" in command else command
-    return DriverSpec(command=redact_text(shown), output=output, rollouts=rollouts)
+    # Slurm numbers a job's steps in the order they start, and Gym starts the driver only once
+    # every service (each an srun above it, started in the background) is up: so its number is
+    # the count of sruns before it.
+    return DriverSpec(command=redact_text(shown), output=output, rollouts=rollouts, step=step)
 
 
 def _gym_cmd(text: str) -> list[str]:

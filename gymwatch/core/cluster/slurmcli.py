@@ -6,7 +6,9 @@ that squeue no longer lists, a second call asks for their exit codes: one `sacct
 them (when Slurm keeps accounting), else one `scontrol show job` per ended job still in Slurm's
 memory. A job asked once to the end need not be asked again (`final`).
 
-The parsers are pure (`parse_squeue`, `parse_scontrol`, `parse_sacct`) and read the `(null)`,
+`running_steps()` lists the running steps of some jobs (`squeue --steps`), for `gymwatch stop`.
+
+The parsers are pure (`parse_squeue`, `parse_steps`, `parse_scontrol`, `parse_sacct`) and read the `(null)`,
 `None`, `N/A`, `Unknown` spellings of "not set" as empty. The runner is replaceable (tests give
 a fake); the default runs the command with a timeout, through `ssh -o BatchMode=yes <host>` when
 the record says the jobs were submitted from another host.
@@ -155,6 +157,11 @@ def squeue_command(names: Iterable[str]) -> list[str]:
     return cmd + [f"--name={','.join(names)}"] if names else cmd
 
 
+def steps_command(job_ids: Iterable[str]) -> list[str]:
+    """squeue's list of the running steps of these jobs: `12.0|vllm`, `12.1|gym`, `12.batch|batch`."""
+    return ["squeue", "--steps", "--noheader", f"--jobs={','.join(job_ids)}", "--format=%i|%j"]
+
+
 def sacct_command(job_ids: Iterable[str]) -> list[str]:
     return ["sacct", "-X", "-P", "-j", ",".join(job_ids), "-o", ",".join(SACCT_FIELDS)]
 
@@ -165,10 +172,11 @@ def scontrol_command(job_id: str) -> list[str]:
 
 def poll(names: Iterable[str], work_dirs: Iterable[str], job_ids: Iterable[str] = (), *,
          host: Optional[str] = None, runner: Runner = run_command, final: Collection[str] = (),
-         timeout: float = TIMEOUT) -> SlurmPoll:
+         timeout: float = TIMEOUT, details: bool = True) -> SlurmPoll:
     """Ask Slurm about the jobs named `names` that run in `work_dirs`, and the jobs `job_ids`.
 
-    `final`: ids whose ended state is already known in full; they are not asked about again."""
+    `final`: ids whose ended state is already known in full; they are not asked about again.
+    `details=False`: squeue's answer alone (no exit codes: no sacct or scontrol call)."""
     dirs = {d.rstrip("/") for d in work_dirs if d}
     wanted = set(job_ids)
     where = None if is_local(host) else host
@@ -177,13 +185,14 @@ def poll(names: Iterable[str], work_dirs: Iterable[str], job_ids: Iterable[str] 
         return SlurmPoll(error=_failure("squeue", ran, host), host=where)
     jobs = {j.job_id: j for j in parse_squeue(ran.stdout)
             if j.job_id in wanted or j.work_dir.rstrip("/") in dirs}
-    ask = sorted((({j for j, job in jobs.items() if job.ended}) | (wanted - jobs.keys())) - set(final))
+    ask = sorted((({j for j, job in jobs.items() if job.ended}) | (wanted - jobs.keys())) - set(final)) \
+        if details else []
     accounting: Optional[bool] = None
     if ask:
         accounting = _ask_sacct(ask, jobs, dirs, wanted, host, runner, timeout)
         if not accounting:
             _ask_scontrol([j for j in ask if j in jobs and jobs[j].exit_code is None], jobs, host, runner, timeout)
-    forgotten = frozenset(wanted - jobs.keys() - set(final))
+    forgotten = frozenset(wanted - jobs.keys() - set(final)) if details else frozenset()
     return SlurmPoll(jobs=jobs, forgotten=forgotten, accounting=accounting, host=where)
 
 
@@ -208,6 +217,18 @@ def _ask_scontrol(ask: list[str], jobs: dict[str, SlurmJob], host: Optional[str]
             for job in parse_scontrol(ran.stdout):
                 if job.job_id == job_id:
                     jobs[job_id] = jobs[job_id].merged(job)
+
+
+def running_steps(job_ids: Sequence[str], *, host: Optional[str] = None, runner: Runner = run_command,
+                  timeout: float = TIMEOUT) -> tuple[dict[str, dict[str, str]], str]:
+    """({job id: {step: step name}}, error) for the steps squeue lists running now. A job that
+    has none listed (not started, or ended) is absent; `error` says why squeue could not tell."""
+    if not job_ids:
+        return {}, ""
+    ran = runner(on_host(steps_command(job_ids), host), timeout)
+    if ran.returncode != 0:
+        return {}, _failure("squeue", ran, host)
+    return parse_steps(ran.stdout), ""
 
 
 def _failure(tool: str, ran: Ran, host: Optional[str]) -> str:
@@ -245,6 +266,17 @@ def _squeue_job(row: dict[str, str]) -> SlurmJob:
         unlimited=slurmtime.unlimited(limit), nodes=get("NODELIST"), node_count=get("NODES"), cpus=get("CPUS"),
         dependency=get("DEPENDENCY"), submit_time=get("SUBMIT_TIME"), start_time=get("START_TIME"),
         work_dir=get("WORK_DIR"), source="squeue")
+
+
+def parse_steps(text: str) -> dict[str, dict[str, str]]:
+    """`squeue --steps --format=%i|%j` lines: `12.1|gym` -> {"12": {"1": "gym"}} (`batch`, `extern` kept)."""
+    out: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        step_id, _, name = line.strip().partition("|")
+        job_id, dot, step = step_id.partition(".")
+        if dot and job_id and step:
+            out.setdefault(job_id, {})[step] = name.strip()
+    return out
 
 
 def parse_scontrol(text: str) -> list[SlurmJob]:
@@ -318,7 +350,7 @@ def _key_values(line: str) -> dict[str, str]:
 
 def poll_submission(sub: Submission, job_ids: Mapping[str, Iterable[str]] | None = None, *,
                     job_names: Mapping[str, str] | None = None, runner: Runner = run_command,
-                    final: Collection[str] = (), timeout: float = TIMEOUT) -> SlurmPoll:
+                    final: Collection[str] = (), timeout: float = TIMEOUT, details: bool = True) -> SlurmPoll:
     """One poll for every benchmark of `sub`: `job_ids` per benchmark (the links its files name;
     the record's first jobs are added), `job_names` per benchmark (job.sh's `--job-name`, else
     Gym's `gym-<benchmark>`). Slurm is asked where the record says it was submitted from."""
@@ -331,4 +363,4 @@ def poll_submission(sub: Submission, job_ids: Mapping[str, Iterable[str]] | None
     if not names:
         return SlurmPoll(error="no benchmark of it was queued", host=sub.hostname)
     return poll(names, [b.job_dir for b in sub.benchmarks], ids, host=sub.hostname, runner=runner,
-                final=final, timeout=timeout)
+                final=final, timeout=timeout, details=details)
