@@ -7,12 +7,12 @@ from typing import Any, Iterator, Optional, TextIO
 from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
-from .core import attempts, attribution, gymversion, health, rerun
+from .core import attempts, attribution, gymversion, health, pace, rerun
 from .core.model import (
     EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
-    EndpointWait,
-    Evidence, GymHealth, Retrying, RunState, Server, Trial,
+    STALL_ON, EndpointWait,
+    Evidence, GymHealth, Retrying, RunState, Server, Stall, Trial,
 )
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
@@ -85,6 +85,17 @@ def endpoints_json(e: EndpointWait) -> Optional[dict]:
             "answered": _ev(e.answered), "gave_up": _ev(e.gave_up), "unresolved": [x.to_json() for x in e.unresolved]}
 
 
+def stall_json(s: Stall) -> dict:
+    """One stall: when results stopped (`start`) and came again (`end`, null when they did not),
+    on the clock it was seen by (epoch seconds)."""
+    return {"start": s.since, "end": s.end, "seconds": round(s.seconds, 3),
+            "outcome": s.how or "ongoing", "ongoing": s.how == STALL_ON,
+            "limit_seconds": round(s.limit, 3), "usual_wait_seconds": None if s.scale is None else round(s.scale, 3),
+            "judged_by": "files" if s.files else "arrivals", "trials_in_flight": s.in_flight,
+            "servers": [{"name": w.name, "kind": w.kind, "last_line": w.text or None, "evidence": _ev(w.line),
+                         "age_seconds": None if w.age is None else round(w.age, 3)} for w in s.waits]}
+
+
 def health_totals_json(state: RunState) -> Optional[dict]:
     h = state.health_totals
     if h is None:
@@ -137,6 +148,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
                       "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line),
                       "cut_row": _ev(c.cut_row),
                       "retrying": retrying_json(state, c.retrying)},
+        "stalls": [stall_json(s) for s in state.stalls],
         "aggregate_metrics_written": state.aggregate_written,
         "gym_health": health_totals_json(state),
         "servers": [server_json(state, s) for s in state.servers.values()],
@@ -205,6 +217,8 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
     out.extend(_servers_text(state))
     out.append("")
     out.extend(_trials_text(state))
+    stall_lines = _stalls_text(state)
+    out.extend(["", *stall_lines] if stall_lines else [])
     rerun_lines = rerun.summary_lines(rerun.plan(state), SHOW_TRIALS)
     out.extend(["", *rerun_lines] if rerun_lines else [])
     if state.malformed_count:
@@ -289,6 +303,19 @@ def _trials_text(state: RunState) -> list[str]:
     return out
 
 
+def _stalls_text(state: RunState) -> list[str]:
+    """Each stall: how long, when, how it ended; what was in flight and where it waited."""
+    if not state.stalls:
+        return []
+    out = ["stalls:"]
+    for s in state.stalls:
+        flying = f"; {s.in_flight} trial{'s' if s.in_flight != 1 else ''} in flight" if s.in_flight is not None else ""
+        out.append(f"  {clean(pace.note(s))}{flying}")
+        for w in s.waits:
+            out.append(f"    {clean(pace.wait_words(w, 160))}" + (f"  at {w.line.where()}" if w.line else ""))
+    return out
+
+
 def failure_words(t: Trial) -> str:
     """` (class, HTTP status: message)` of a failed trial, as much as it has; '' for none."""
     head = ", ".join(x for x in (clean(t.failure_class), f"HTTP {t.http_status}" if t.http_status else "") if x)
@@ -313,6 +340,13 @@ def to_markdown(state: RunState, v: Optional[Verdict] = None) -> str:
     md += ["", "| status | trials |", "|---|---|"] + [f"| {k} | {c[k]} |" for k in TRIAL_STATUSES]
     mr = mean_reward(state)
     md += ["", f"Mean reward over completed trials: {_fmt_reward(mr)}", ""]
+    if state.stalls:
+        md += ["| stall | in flight | waiting on |", "|---|---|---|"]
+        for st in state.stalls:
+            where = "<br>".join(f"{_md(pace.wait_words(w, 160))}" + (f" `{w.line.where()}`" if w.line else "")
+                                for w in st.waits)
+            md.append(f"| {_md(pace.note(st))} | {'' if st.in_flight is None else st.in_flight} | {where} |")
+        md.append("")
     problems = [t for t in sorted_trials(state) if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING)]
     if problems:
         md += ["| task | rollout | status | evidence |", "|---|---|---|---|"]

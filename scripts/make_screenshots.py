@@ -26,6 +26,9 @@ from tuihelpers import (  # noqa: E402
 SIZE = (140, 42)
 COLD_START = [3.3, 9.4, 10.4, 12.4, 20.0, 24.2, 24.5, 25.5, 26.2]
 COLLECTING = COLD_START + [30.2, 33.0, 36.0, 37.0, 38.0, 39.0, 40.0]
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+# Gym 0.7.0 with its model endpoint silent after 3 rows (29.0 s): stalled from a minute later
+STALLED = [1.0, 20.0, 22.3, 25.8, 27.3, 29.1, 60.0, 96.0, 130.0]
 
 
 async def shoot(app, out: Path, keys: tuple[str, ...] = (), size: tuple[int, int] = SIZE) -> None:
@@ -42,9 +45,9 @@ async def shoot(app, out: Path, keys: tuple[str, ...] = (), size: tuple[int, int
     print(out)
 
 
-def staged(case: str, times: list[float], tmp: Path, stuck: float = 0.0):
+def staged(case: str | Path, times: list[float], tmp: Path, stuck: float = 0.0):
     clock = FakeClock()
-    live, _ = staged_live(case, tmp / case, times, clock)
+    live, _ = staged_live(case, tmp / Path(case).name, times, clock)
     clock.t += stuck
     return make_app(live, clock)
 
@@ -90,6 +93,8 @@ async def main(out: Path) -> None:
         t = Path(tmp)
         await shoot(staged("live_timeline", COLD_START, t / "a", stuck=300), out / "cold_start_stuck.svg")
         await shoot(staged("live_timeline", COLLECTING, t / "b"), out / "collecting.svg")
+        await shoot(staged(FIXTURES / "gym-0.7.0-stalls" / "g070_endpoint_silent_for_good", STALLED, t / "c"),
+                    out / "stalled.svg")
     await shoot(fixture_app("some_never_ran"), out / "some_never_ran.svg", ("right_square_bracket",))
     await shoot(fixture_app("startup_failed"), out / "startup_failed.svg")
     await shoot(fixture_app("aborted_500"), out / "aborted_500.svg")
@@ -98,7 +103,7 @@ async def main(out: Path) -> None:
     await shoot(fixture_app("aborted_500"), out / "aborted_500_80x24.svg", size=(80, 24))
     await shoot(fixture_app("some_never_ran"), out / "some_never_ran_200x50.svg", size=(200, 50))
     # Gym 0.7: a spin-up limit that ran out, and the card of a trial the failure sidecar names
-    cases07 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "gym-0.7.0-cases"
+    cases07 = FIXTURES / "gym-0.7.0-cases"
     await shoot(fixture_app(cases07 / "g07_spinup_timeout"), out / "g07_spinup_timeout.svg")
     await shoot(fixture_app(cases07 / "g07_run_failures_sidecar"), out / "g07_failed_trial_card.svg",
                 ("right_square_bracket", "enter"))

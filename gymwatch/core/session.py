@@ -19,7 +19,7 @@ import msgspec
 from . import eolcount, fast, procs, records
 from .fast import fork
 from .config import read_info
-from .layout import MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
+from .layout import BOTH, EVAL, MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
 from .model import Evidence, RunState, parent_ended
 from .reducer import Changes, Reducer
 from .tail import Tailer, read_head, read_head_stat
@@ -109,15 +109,27 @@ class RunSession:
             self.reducer.carry_times(old)
         self._caught_up = self._caught_up or not self.behind
         self._processes()
-        writes = {self._rels[p]: t.mtime for p, t in self.tailers.items() if t.mtime is not None}
-        rows = self.tailers.get(self.layout.rollouts) if self.layout.rollouts is not None else None
-        self.reducer.file_activity(max(writes.values(), default=None), time.time(), writes,
-                                   rows.mtime if rows is not None else None)
+        self._file_activity()
         self.reducer.read_progress(bool(self.behind), self._now())
         self.reducer.settle(stamp)
         changes = self.reducer.take_changes()
         changes.reset = reset
         return changes
+
+    def _file_activity(self) -> None:
+        """The read files' last writes, and those that tell a collection's pace from its files
+        alone (core/pace.py): its results', its inputs' (its start) and its own output's."""
+        lay, tailers = self.layout, self.tailers
+        writes = {self._rels[p]: t.mtime for p, t in tailers.items() if t.mtime is not None}
+
+        def last(paths) -> Optional[float]:
+            return max((t.mtime for p in paths if p is not None and (t := tailers.get(p)) is not None
+                        and t.mtime is not None), default=None)
+
+        collector = [s.path for s in self._streams.values() if s.role in (EVAL, BOTH)]
+        self.reducer.file_activity(max(writes.values(), default=None), time.time(), writes,
+                                   last([lay.rollouts]), last([lay.rollouts, lay.failures]),
+                                   last([lay.materialized]), last(collector))
 
     def _rows_appeared(self) -> bool:
         """The collector started (or finished) in what was just read, but the run's rollouts file

@@ -12,11 +12,12 @@ from typing import Optional
 from rich.text import Text
 from textual.widget import Widget
 
+from ..core import pace
 from ..core.health import disagreement
-from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, RunState
+from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, RunState, ongoing_stall
 from ..core.sanitize import clean
 from ..core.verdict import Verdict, counts, mean_reward
-from .fmt import STATUS_LOOK, VERDICT_LOOK, duration, plain
+from .fmt import STALLED_LOOK, STATUS_LOOK, VERDICT_LOOK, duration, plain
 
 COUNT_ORDER = (T_COMPLETED, T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING)
 GAP = "  "
@@ -66,7 +67,7 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
         t.gap()
         t.append("no Gym files here yet; watching", style="dim")
         return t
-    label, style = VERDICT_LOOK.get(v.name, (v.name.upper(), "bold"))
+    label, style = STALLED_LOOK if ongoing_stall(state) is not None else VERDICT_LOOK.get(v.name, (v.name.upper(), "bold"))
     t.append(f" {label} ", style=style)
     t.gap()
     t.append_text(plain(name, 40, "bold"))
@@ -95,6 +96,11 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
     if mr is not None:
         t.gap()
         t.append(f"mean reward {mr:.3f}")
+    past = [st for st in state.stalls if st.how]
+    if past:      # the run keeps its stalls: the last one, and how many more
+        t.gap()
+        more = f" (+{len(past) - 1} more)" if len(past) > 1 else ""
+        t.append(pace.note(past[-1]) + more, style="yellow")
     h = state.health_totals
     if h is not None:
         t.gap()

@@ -174,8 +174,11 @@ class Reducer:
         self._facts.orphans(alive)
 
     def file_activity(self, last_write: Optional[float], wall_now: float,
-                      writes: Optional[dict[str, float]] = None, rows_write: Optional[float] = None) -> None:
-        self._facts.file_activity(last_write, wall_now, writes, rows_write)
+                      writes: Optional[dict[str, float]] = None, rows_write: Optional[float] = None,
+                      results_write: Optional[float] = None, inputs_write: Optional[float] = None,
+                      collector_write: Optional[float] = None) -> None:
+        self._facts.file_activity(last_write, wall_now, writes, rows_write, results_write, inputs_write,
+                                  collector_write)
 
     def server_instances(self, instances: list) -> None:
         self._facts.server_instances(instances)

@@ -28,7 +28,7 @@ class Rows(Part):
     def _trial_rows(self, file: str, first: int, rows: list[Row], source: int) -> None:
         state = self.state
         trials, agents, changed = state.trials, state.agent_names, self.changes.trials
-        applied = False
+        applied = 0
         for lineno, facts in enumerate(rows, first):
             if not isinstance(facts, RowFacts):
                 self._not_a_row(file, lineno, facts)
@@ -64,10 +64,11 @@ class Rows(Part):
                 attempts.observe_row(t, Attempt(facts.attempt, status, reward, facts.failure_class, facts.message,
                                                 facts.http_status, ev, source), facts)
             changed.add(key)
-            applied = True
+            applied += 1
         if applied:
             state.collector.started = True     # a row proves the collector ran
             self.changes.run = True
+            self.w.arrived(applied)
 
     def _key(self, facts: RowFacts, file: str, lineno: int) -> Optional[TrialKey]:
         """The row's trial; None (and the row malformed) when it names none."""

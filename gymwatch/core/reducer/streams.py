@@ -337,9 +337,16 @@ class StreamLines(Part):
         m = _last(gl.PROGRESS_RE, text) or _last(gl.TQDM_RE, text)
         if m:
             done = (int(m.group(1)), int(m.group(2)))
+            if done[0] > (c.progress[0] if c.progress is not None else 0):
+                self.w.arrived(1)         # progress that moved is a result (a redrawn bar is not)
             if c.progress is None or done[0] >= c.progress[0]:      # stdout's and stderr's counts,
                 c.progress = done                                     # read in either order: the most
             self.changes.run = True
+        elif c.concurrency is None and text.startswith(gl.CONCURRENCY):
+            m = gl.CONCURRENCY_RE.match(text)
+            if m:
+                c.concurrency = int(m.group(1))
+                self.changes.run = True
         if gl.TRACEBACK in text:    # also mid-line, after a tqdm segment
             c.traceback, c.error = ev, None
             self.changes.run = True
@@ -367,6 +374,7 @@ class StreamLines(Part):
             if key is not None:
                 attempts.observe_line(self.w.trial(key[:2]), Attempt(None, T_FAILED, None, "", "", status, ev,
                                                                     SRC_LINE, ev))
+                self.w.arrived(1)
             return
         m = gl.DROPPED_RE.search(text)
         if m:
@@ -377,6 +385,7 @@ class StreamLines(Part):
                 attempts.observe_line(self.w.trial(key[:2]), Attempt(None, T_FAILED, None, m.group(2), message,
                                                                     int(code.group(1)) if code else None, ev,
                                                                     SRC_LINE, ev))
+                self.w.arrived(1)
 
     def _collector_signs(self, text: str, ev: Evidence) -> None:
         """Gym's health totals line, and features that bound the Gym version."""
