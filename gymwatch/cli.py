@@ -213,8 +213,8 @@ def _not_a_command(parser: argparse.ArgumentParser, word: str, known: set[str]) 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if [a for a in argv if a != "--debug"][:1] != ["report"]:   # the report needs none of them (~12 ms
-        _load_extras()                                          # of imports: tempfile, socket, ...)
+    if [a for a in argv if a != "--debug"][:1] != ["report"]:   # the report needs none of them (their
+        _load_extras()                                          # imports: tempfile, socket, ...)
     parser = build_parser()
     known = {"report", "attach", "-h", "--help", "--version", "--debug"} | set(
         parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]

@@ -1208,3 +1208,23 @@ async def test_a_root_without_runs_says_so(tmp_path):
         await pilot.pause()
         empty = app.screen.query_one("#browse-empty")
         assert empty.display and "no run found under" in str(empty.render()) and "r rescans" in str(empty.render())
+
+
+def test_a_sampled_logs_tail_lines_are_numbered_from_its_end(tmp_path):
+    """A big log is read in part (its head and tail): the head's lines are numbered from the
+    start, the tail's from the end (-1: the last line), never made-up numbers from the start."""
+    from gymwatch.browse.summary import HEAD, TAIL, HeadTail
+    from gymwatch.core.model import Evidence
+
+    lines = [f"line {i:07d} " + "x" * 60 for i in range(1, 20001)]
+    path = tmp_path / "big.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > HEAD + TAIL
+    batch = HeadTail(str(path)).read(final=True)
+    numbered = {n: raw.decode() for n, raw in batch.lines}
+    assert numbered[1] == lines[0] and numbered[-1] == lines[-1] and numbered[-2] == lines[-2]
+    assert all(lines[n - 1] == text if n > 0 else lines[n] == text for n, text in numbered.items())
+    blocks = HeadTail(str(path)).read(final=True, blocks=True).blocks
+    assert [first for first, _ in blocks] == [1, min(n for n in numbered if n < 0)]
+    assert Evidence("big.log", -1).where() == "big.log (its last line)"
+    assert Evidence("big.log", -3).where() == "big.log (3 lines from its end)"

@@ -1,7 +1,7 @@
 """Which cached summaries are still true to their runs' files, and the signatures of the rest.
 
-A warm listing is mostly this: a stat of every file a summary read (~14 a run, ~3.5 us each in
-Python: ~50 ms for 1,000 runs, more than the walk). With many cached runs the stat calls are
+A warm listing is mostly this: a stat of every file a summary read (more time than the walk;
+benchmarks/README.md). With many cached runs the stat calls are
 split with a forked child, which answers one byte a run (its signature matched, or not).
 """
 
@@ -13,7 +13,7 @@ from ..core.fast import fork
 from .cache import SummaryCache
 from .scan import Found, signature
 
-# Cached runs below which one process is as quick (a fork and its answer cost ~2-3 ms).
+# Cached runs below which one process is as quick (a fork and its answer cost more than it saves).
 SPLIT_MIN = 256
 
 

@@ -14,7 +14,7 @@ from .scan import Found, found_at, signature, walk
 from .summary import still_true
 from .workers import FORK_MAX_RUNS, Answer, BrokenPool, ForkPool, WorkerPool, can_fork
 
-# A worker process costs ~0.2 s to start (it imports the core), so a pool pays off only for
+# A worker process takes long to start (it imports the core), so a pool pays off only for
 # this many uncached runs, or this many bytes of them.
 POOL_MIN_RUNS = 64
 POOL_MIN_BYTES = 64 << 20
@@ -38,7 +38,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
             found = [early.saw(f) for f in walk(roots, cache.known)]
             paths = [f.dir for f in found]
             # a listing of many runs never seen has their signatures made by its workers, in parallel
-            # (the stat calls of 1,000 runs are ~0.08 s before any worker could start)
+            # (the stat calls of many runs would all be made before any worker could start)
             sigs, summaries = fresh.check(found, paths, cache, sign_new_below=POOL_MIN_RUNS)
             summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
             for f, s in zip(found, summaries):
@@ -75,7 +75,7 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
 
 class _Early:
     """A WorkerPool's process started while the walk goes on, once it has found POOL_MIN_RUNS runs
-    the cache never saw: the process imports the core (~0.25 s) meanwhile, not after the walk.
+    the cache never saw: the process imports the core meanwhile, not after the walk.
     Only where ForkPool cannot be used (a caller with threads: the browse screen)."""
 
     def __init__(self, jobs: int, cache: SummaryCache):

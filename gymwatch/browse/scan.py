@@ -282,8 +282,8 @@ def signature(found: Found) -> list:
 
 def _known_signature(d: str, was: Known) -> list:
     """signature() of a run dir whose names are as they were (the walk saw its mtime unchanged):
-    its files stat'ed by name, relative to the dir opened once (os.path.join cost a fifth as much
-    as the stat calls); a subdirectory whose mtime changed is listed. [] when the dir cannot be
+    its files stat'ed by name, relative to the dir opened once (joining each path costs more than
+    it should beside the stat call); a subdirectory whose mtime changed is listed. [] when the dir cannot be
     opened (no cached key is that: the run is listed)."""
     try:
         fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)

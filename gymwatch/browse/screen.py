@@ -42,9 +42,8 @@ VERDICT_STYLE = {V_OK: "green", V_SOME_NEVER_RAN: "bold magenta", V_NO_AGENT_RAN
                  V_SOME_FAILED: "yellow", V_UNREADABLE: "red", ERROR: "red", V_STARTING: "cyan", V_COLLECTING: "cyan"}
 SORTS = tuple(k for k, _ in COLUMNS)
 # Seconds between batches of runs handed to the UI while scanning: the first run at once and the
-# next batch soon (the screen fills), the rest seldom (each batch redraws every visible row: a
-# batch every 0.1 s cost the UI ~30% of its CPU in a cold scan of 1,000 runs, on cores the
-# workers need).
+# next batch soon (the screen fills), the rest seldom (each batch redraws every visible row:
+# frequent batches took much of the UI's CPU in a cold scan, on cores the workers need).
 FIRST_FLUSH, FLUSH_EVERY = 0.1, 0.5
 _COUNT_KEYS = {"completed", "failed", "never_ran", "missing"}
 
@@ -116,8 +115,8 @@ class BrowseState:
 
 class Cell(Text):
     """A cell's text, never measured: the screen sets every column's width itself (`_widen`),
-    so DataTable's measuring of each new cell (~35 us: a third of the UI's CPU while a cold
-    scan adds 1,000 rows) would buy nothing. Without `__rich_measure__`, Textual takes a width
+    so DataTable's measuring of each new cell (a large share of the UI's CPU while a cold scan
+    adds its rows) would buy nothing. Without `__rich_measure__`, Textual takes a width
     of 1 for its unused content width, and Rich the full width offered."""
 
     __rich_measure__ = None         # type: ignore[assignment]
@@ -260,7 +259,7 @@ class BrowseScreen(Screen):
 
         # Batches are posted, not handed over with call_from_thread: that waits for the UI to add
         # them, and meanwhile no worker's answer is read (their pipes fill and they stop): the
-        # screen took ~2.8x the listing it shows.
+        # screen took several times the listing it shows.
         def flush() -> None:         # a message per batch, not per run
             batch = pending[:]
             pending.clear()
@@ -333,7 +332,7 @@ class BrowseScreen(Screen):
 
     def resort(self, top: bool = False) -> None:
         """Reorder the rows in place: DataTable measures every cell it is given, so re-adding
-        1,000 rows for a new order costs ~0.4 s; sorting them costs milliseconds. The cursor
+        every row for a new order is slow; sorting them is not. The cursor
         stays on its run, or goes to the first row (`top`, or when it was there)."""
         keep = self.st.cursor_path or (None if top or self.table.cursor_row <= 0 else self._selected())
         runs, key = self._row_run, self._key
@@ -607,10 +606,7 @@ def run_logs(path: str) -> list[tuple[str, str]]:
         lay = discover(path)
     except NotARun:
         return []
-    out = [(name, str(p)) for name, p in lay.server_logs().items()]
-    out += [(os.path.basename(str(s.path)).rsplit(".", 1)[0], str(s.path)) for s in lay.streams
-            if os.path.isfile(s.path)]
-    return out
+    return [(label, str(p)) for label, p in lay.all_logs()]
 
 
 def live_app_available() -> bool:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -37,8 +36,9 @@ from ..core import config, procs, stamps
 from ..core import gymlines as gl
 from ..core.layout import BOTH, EVAL, Listings, RunLayout
 from ..core.model import FAILED, SILENCE, RunInfo, RunState
+from ..core.plan import ReadingPlan
 from ..core.session import RunSession
-from ..core.tail import Batch, Tailer, as_asked, read_fd, read_head
+from ..core.tail import Batch, Tailer, read_fd, read_head
 from ..core.verdict import counts, mean_reward, verdict
 from .fmt import ERROR
 from .procscan import ProcessSweep
@@ -46,11 +46,11 @@ from .procscan import ProcessSweep
 HEAD = 256 << 10
 TAIL = 256 << 10
 _EOL = re.compile(rb"\r\n|\r|\n")
-_AGENT_RE = re.compile(r"^agent_name:\s*['\"]?([^'\"\s#]+)", re.M)
-_MODEL_RE = re.compile(r"^policy_model_name:\s*['\"]?([^'\"\s#]+)", re.M)
 
 class HeadTail:
-    """Reads a big log once: its first HEAD and last TAIL bytes as complete lines (Tailer-like)."""
+    """Reads a big log once: its first HEAD and last TAIL bytes as whole lines. The head's lines
+    are numbered from the file's start; the tail's from its end (-1: the last line), their numbers
+    from the start not being known without reading what lies between."""
 
     def __init__(self, path: str):
         self.path, self.done = path, False
@@ -75,11 +75,25 @@ class HeadTail:
         except OSError as exc:
             batch.error = exc.strerror or str(exc)
             return batch
-        lines = _EOL.split(head)[:-1]            # the cut last line is dropped
-        lines += _EOL.split(tail)[1:]            # and so is the cut first line of the tail
-        batch.lines = [(i + 1, raw) for i, raw in enumerate(lines)]   # numbers are not real
-        self.lineno = len(lines)
-        return as_asked(batch, blocks)
+        first = _EOL.split(head)[:-1]            # the cut last line is dropped
+        last = _EOL.split(tail)[1:]              # and so is the cut first line of the tail
+        if last and not last[-1]:
+            last.pop()                           # (after the file's last line end: no line)
+        batch.lines = [(i, raw) for i, raw in enumerate(first, 1)] + \
+            [(i - len(last), raw) for i, raw in enumerate(last)]
+        self.lineno = len(first) + len(last)
+        return in_blocks(batch) if blocks else batch
+
+
+def in_blocks(batch: Batch) -> Batch:
+    """A batch of numbered lines as blocks of consecutively numbered whole lines (Tailer.read(blocks=True))."""
+    lines, batch.lines = batch.lines, []
+    start = 0
+    for i in range(1, len(lines) + 1):
+        if i == len(lines) or lines[i][0] != lines[i - 1][0] + 1:
+            batch.blocks.append((lines[start][0], b"".join(raw + b"\n" for _, raw in lines[start:i])))
+            start = i
+    return batch
 
 
 def all_named(state: RunState) -> bool:
@@ -97,20 +111,28 @@ class ReadyCut:
 
     STEP = 16           # lines handed over at a time, so the cut lands near the line
 
-    def __init__(self, inner, session: "SummarySession"):
-        self.inner, self.session = inner, session
+    def __init__(self, inner, plan: "SummaryPlan", session: RunSession):
+        self.inner, self.plan, self.session = inner, plan, session
         self.lines: list = []
         self.i = 0
         self.more = True
         self.cut = False            # stopped before the end of the file
-        self.lineno = 0             # of the last line handed over
+        self.lineno = 0             # lines handed over
 
-    def __getattr__(self, name):     # offset, mtime, exists: the inner tailer's
-        return getattr(self.inner, name)
+    @property
+    def offset(self) -> int:
+        return self.inner.offset
+
+    @property
+    def mtime(self) -> Optional[float]:
+        return self.inner.mtime
+
+    @property
+    def exists(self) -> bool:
+        return self.inner.exists
 
     def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False) -> Batch:
-        s = self.session
-        if s.phase == FIRST and all_named(s.state):
+        if self.plan.phase == FIRST and all_named(self.session.state):
             self.cut = self.i < len(self.lines) or self.more
             return Batch()
         if self.i >= len(self.lines):
@@ -122,78 +144,67 @@ class ReadyCut:
         out = Batch()
         out.lines = self.lines[self.i:self.i + self.STEP]
         self.i += self.STEP
-        if out.lines:
-            self.lineno = out.lines[-1][0]
+        self.lineno += len(out.lines)
         out.more = self.i < len(self.lines) or self.more
         self.cut = False
-        return as_asked(out, blocks)
+        return in_blocks(out) if blocks else out
 
 
-# What a summary reads (SummarySession.phase): first the rows and the output every outcome needs
+# What a summary reads (SummaryPlan.phase): first the rows and the output every outcome needs
 # (the collector's; `gym env start`'s when there are no per-server logs), then, if the rows do not
 # decide the verdict, everything.
 FIRST, ALL = "first", "all"
 
 
-class SummarySession(RunSession):
-    """A RunSession with cheap names, rows first, and logs only when they can matter."""
+class SummaryPlan(ReadingPlan):
+    """A summary's reading plan: names by a line scan, rows first, and logs only when they can
+    matter; a big log sampled (its head and tail); no following of the run's files (one look at a
+    run just found), the process check from the listing's one sweep of the process table."""
 
-    sampled = False
-    phase = ALL
+    follow = False
+    orphans = False     # (pids read from an old run's logs say nothing about this machine now)
 
-    _info: Optional[RunInfo] = None
-    _rows: Optional[set] = None
-    _skipped: Optional[set] = None
-    _logs: Optional[dict] = None
-    _peeked: Optional[dict] = None        # streams looked at, not read: path -> their (first, last) stamps
-    named: frozenset = frozenset()        # servers Gym listed all at once (`0 / N servers ready ...: [...]`)
-    _wants: Optional[dict] = None
-    sweep: Optional[ProcessSweep] = None
+    def __init__(self, layout: RunLayout, sweep: Optional[ProcessSweep] = None):
+        self.phase = ALL
+        self.sampled = False              # a log was read in part (its head and tail)
+        self.named: frozenset = frozenset()    # servers Gym listed all at once (`0 / N servers ready ...: [...]`)
+        self.skipped: set[Path] = set()   # files left unread
+        self.peeked: dict[Path, tuple] = {}    # streams looked at, not read: their (first, last) stamps
+        self.sweep = sweep
+        self._wants: dict[Path, bool] = {}
+        self._streams = {s.path: s for s in layout.streams}
+        self._rows = {layout.rollouts, layout.materialized, layout.failures, layout.health_verdicts} - {None}
 
-    def _refresh_info(self) -> None:
-        if self._info is None:
-            self._info = quick_info(self.layout)
-        self.reducer.run_info(self._info)
+    def info(self, layout: RunLayout) -> RunInfo:
+        return config.read_names(layout.hydra_dirs, layout.bundle_meta, layout.manifest)
 
-    def _is_rows(self, path: Path) -> bool:
-        if self._rows is None:
-            lay = self.layout
-            self._rows = {lay.rollouts, lay.materialized, lay.failures, lay.health_verdicts} - {None}
-        return path in self._rows
+    def liveness(self, layout: RunLayout) -> procs.Liveness:
+        if layout.manifest:
+            return procs.from_manifest(layout.manifest)
+        self.sweep = self.sweep or ProcessSweep()
+        return self.sweep.liveness(needles(layout))
 
-    def server_logs(self) -> dict:
-        if self._logs is None:
-            self._logs = super().server_logs()
-        return self._logs
-
-    def run_streams(self) -> list:
-        return self.layout.streams      # a one-shot read: what discovery just found
-
-    def _rediscover(self) -> bool:
-        return False           # a one-shot read of a run just discovered
-
-    def _wanted(self, path: Path, offset_key: str) -> bool:
-        if self.phase == ALL:
-            return True
-        if offset_key:
-            return False       # a server's own log: not needed when the rows decide
-        if self._wants is None:
-            self._wants = {}
-        want = self._wants.get(path)
-        if want is None:
-            want = self._wants[path] = self._first_wants(path, offset_key)
+    def wants(self, session: RunSession, path: Path, server: str) -> bool:
+        want = True
+        if self.phase != ALL:
+            if server:
+                want = False       # a server's own log: not needed when the rows decide
+            else:
+                want = self._wants.get(path)         # type: ignore[assignment]
+                if want is None:
+                    want = self._wants[path] = self._first_wants(session, path)
+        if not want:
+            self.skipped.add(path)
         return want
 
-    def _first_wants(self, path: Path, offset_key: str) -> bool:
-        if self._is_rows(path):
+    def _first_wants(self, session: RunSession, path: Path) -> bool:
+        if path in self._rows:
             return True
-        if offset_key:
-            return False       # a server's own log: not needed when the rows decide
         stream = self._streams.get(path)
         if stream is None:
             return False
         if stream.role not in (EVAL, BOTH):
-            if self.server_logs():
+            if session.server_logs():
                 return False
             # no per-server logs: the servers are only here. Gym's first `0 / N servers ready.
             # Waiting for servers to spin up: [...]` lists them all (the reducer takes its servers
@@ -202,86 +213,51 @@ class SummarySession(RunSession):
             if names is None:
                 return True
             self.named = self.named | names
-            self._peeked = self._peeked or {}
-            self._peeked[path] = times
+            self.peeked[path] = times
             return False
-        if stream.role == BOTH and not self.server_logs():
+        if stream.role == BOTH and not session.server_logs():
             return True
         # the collector's lines matter to the verdict only where they name trials ([rollout_collection]
         # /run failed, rollout dropped from the score): a file without one is left unread
         mentions, times = _peek(path, b"[rollout_")
         if not mentions:
-            self._peeked = self._peeked or {}
-            self._peeked[path] = times
+            self.peeked[path] = times
         return mentions
 
-    def _read(self, path, final, feed, offset_key: str = "", blocks: bool = False,
-              stop: Optional[int] = None) -> bool:
-        if path is not None and not self._wanted(path, offset_key):
-            self._skipped = (self._skipped or set()) | {path}
-            return False
-        return super()._read(path, final, feed, offset_key, blocks, stop)
-
-    def _tailer(self, path: Path, offset_key: str):
-        if self._is_rows(path) or offset_key and self.layout.log_offsets.get(offset_key):
-            return super()._tailer(path, offset_key)
-        big = self._size(path) > HEAD + TAIL
+    def reader(self, session: RunSession, path: Path, server: str):
+        if path in self._rows or server and session.layout.log_offsets.get(server):
+            return None
+        big = session.size(path) > HEAD + TAIL
         if big:
             self.sampled = True
         t = HeadTail(str(path)) if big else Tailer(str(path))
         stream = self._streams.get(path)
         if self.phase == FIRST and stream is not None and stream.role not in (EVAL, BOTH):
-            t = ReadyCut(t, self)
+            return ReadyCut(t, self, session)
         return t
 
-    def refresh_processes(self) -> None:
-        """The report's process check: a launched run's manifest, else gym processes naming the
-        run's files (from the listing's one sweep of the process table)."""
-        if not self.check_processes:
-            return
-        lay = self.layout
-        if lay.manifest:
-            live = procs.from_manifest(lay.manifest)
-        else:
-            self.sweep = self.sweep or ProcessSweep()
-            live = self.sweep.liveness(needles(lay))
-        # (no orphan check: pids read from an old run's logs say nothing about this machine now)
-        self.reducer.processes(live.parent, live.collector, live.parent_exit, live.collector_exit, checked=True)
-
-    def read(self) -> bool:
+    def read(self, session: RunSession) -> bool:
         """Rows and the collector's output first; everything else only if they do not decide the
         verdict. True: every log was read (the server column's failed count is known)."""
-        agg = self.layout.aggregate
-        if agg is not None and self._is(agg, stat.S_ISREG):      # else the rows cannot decide: read all at once
+        agg = session.layout.aggregate
+        if agg is not None and session.is_file(agg):      # else the rows cannot decide: read all at once
             self.phase = FIRST
-            self.poll(final=True)
-            st = self.state
+            session.poll(final=True)
+            st = session.state
             if st.aggregate_written and st.collector.started:
                 return False     # verdict and counts follow from rows + collector lines (verdict.verdict)
-        self.phase, self._skipped = ALL, None
-        self.poll(final=True)
+        self.phase = ALL
+        self.skipped = set()
+        session.poll(final=True)
         return True
 
-    def release(self) -> None:
-        """Break the session's reference cycles (its reducer's clock and its cut tailers point back
-        at it) so that it is freed when the summary is made: left to the cyclic collector, the
-        ~100 objects of each summary cost a listing ~3% of its time in collections."""
-        self.tailers = {}
-        self.reducer.w.clock = _no_clock
-
-    def skipped_stamps(self) -> list[tuple[Optional[float], Optional[float]]]:
+    def skipped_stamps(self, session: RunSession) -> list[tuple[Optional[float], Optional[float]]]:
         """First and last stamps of the logs left unread, or read only up to all servers ready:
         Gym's captured output, which holds every server's output too (`tee`); the servers' own logs
         when there is none."""
-        skipped = (self._skipped or set()) | {p for p, t in self.tailers.items()
-                                              if isinstance(t, ReadyCut) and t.cut}
+        skipped = self.skipped | {p for p, t in session.tailers.items() if isinstance(t, ReadyCut) and t.cut}
         paths = sorted(p for p in skipped if p in self._streams) or sorted(skipped)
-        peeked = self._peeked or {}
-        return [peeked[p] if p in peeked else stamps.scan_file(p) for p in paths]
-
-
-def _no_clock() -> None:
-    return None
+        return [self.peeked[p] if p in self.peeked else stamps.scan_file(p) for p in paths]
 
 
 def _peek(path: Path, needle: bytes, chunk: int = 1 << 20) -> tuple[bool, tuple]:
@@ -339,34 +315,6 @@ def needles(lay: RunLayout) -> list[str]:
     return procs.needles_for(lay.root, lay.rollouts, lay.logs_dir)
 
 
-def quick_info(lay: RunLayout) -> RunInfo:
-    info = RunInfo()
-    for d in lay.hydra_dirs:
-        text = _read_text(os.path.join(d, ".hydra", "config.yaml"))
-        for kind, name in config._KIND_RE.findall(text):
-            if kind == "resources_servers":
-                info.environment = info.environment or name
-        info.agent = info.agent or _first(_AGENT_RE, text)
-        info.model = info.model or _first(_MODEL_RE, text)
-    if lay.bundle_meta is not None and lay.bundle_meta.is_file():
-        config._from_bundle(info, lay.bundle_meta)
-    if lay.manifest:
-        config._from_manifest(info, lay.manifest)
-    return info
-
-
-def _read_text(path: str, limit: int = 1 << 20) -> str:
-    try:
-        return read_head(path, limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _first(pattern: re.Pattern, text: str) -> str:
-    m = pattern.search(text)
-    return m.group(1) if m else ""
-
-
 def summarize(path: str | os.PathLike, layout: RunLayout, sig: list, sweep: Optional[ProcessSweep] = None,
               check_processes: bool = True, listed: Optional[Listings] = None) -> dict[str, Any]:
     """The list's facts about one run. Never raises: a broken run is listed as an error. `listed`:
@@ -376,9 +324,9 @@ def summarize(path: str | os.PathLike, layout: RunLayout, sig: list, sweep: Opti
                            "duration": None, "started_from": None, "ended_from": None}
     file_times = [m / 1e9 for _, _, m in sig if m]
     try:
-        session = SummarySession(layout, check_processes=check_processes)
-        session.sweep, session.listed = sweep, listed
-        logs_read = session.read()
+        plan = SummaryPlan(layout, sweep)
+        session = RunSession(layout, check_processes=check_processes, plan=plan, listed=listed)
+        logs_read = plan.read(session)
     except Exception as exc:  # noqa: BLE001 - one bad run must not stop the listing
         out.update(_times_only(layout, file_times))
         out.update(verdict=ERROR, reason=f"{type(exc).__name__}: {exc}", liveness=None)
@@ -388,9 +336,9 @@ def summarize(path: str | os.PathLike, layout: RunLayout, sig: list, sweep: Opti
     logs = session.server_logs()
     names = {gl.log_stem(n) for n in state.servers} | set(logs)
     if logs_read or not logs:
-        names = set(state.servers) | session.named    # every server the report knows, by its name
+        names = set(state.servers) | plan.named      # every server the report knows, by its name
     try:
-        more = session.skipped_stamps()
+        more = plan.skipped_stamps(session)
         times = stamps.run_times(state, layout, more, file_times).to_json()
     except Exception:  # noqa: BLE001 - times are a detail; the verdict stands without them
         times = {}
@@ -400,9 +348,9 @@ def summarize(path: str | os.PathLike, layout: RunLayout, sig: list, sweep: Opti
         model=state.info.model or None, servers=len(names),
         servers_failed=sum(1 for s in state.servers.values() if s.state == FAILED) if logs_read else None,
         trials=counts(state), expected=state.expected_total, mean_reward=mean_reward(state),
-        verdict=v.name, reason=v.reason, exit_code=v.exit_code, logs_read=logs_read, sampled=session.sampled,
+        verdict=v.name, reason=v.reason, exit_code=v.exit_code, logs_read=logs_read, sampled=plan.sampled,
         liveness=liveness_record(state, layout))
-    session.release()
+    session.close()
     return out
 
 

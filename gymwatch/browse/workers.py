@@ -63,8 +63,8 @@ def made(path: str, sig: Optional[list], sweep: Optional[ProcessSweep] = None,
 class WorkerPool:
     """ForkPool's workers for a process with other threads: one `python -m gymwatch.browse.workers
     N` process and those it forks, which read the items on its stdin and write ForkPool's frames,
-    in walk order, on its stdout. (N `python -m` workers, each importing the core (~0.25
-    s) and given a fixed share of the runs, made the browse screen's cold listing ~35% slower.)
+    in walk order, on its stdout. (N `python -m` workers, each importing the core and given a
+    fixed share of the runs, made the browse screen's cold listing slower.)
     A plain child process, not multiprocessing: that one's helper process needs a real stderr,
     which a Textual app does not have, and its spawn re-runs the main script."""
 
@@ -113,13 +113,12 @@ FORK_MAX_RUNS = 16384          # run numbers a pipe holds before anyone reads (6
 
 class ForkPool:
     """n workers, this process and n - 1 forked from it, for a listing made by a process with no
-    other thread (`can_fork`): they start with everything imported (a `python -m` worker took
-    ~0.2 s to import the core before its first summary) and have the runs they inherit. They
-    take them one at a time from a shared pipe of run numbers, so a worker with costly runs does
-    fewer (run i from worker i % n left one worker with 20% more work on a tree of repeated
-    cases). The forked ones answer in msgpack frames (run number, length, then the answer: ~3x
-    cheaper than JSON to read, on a parent that shares the cores with them), put back in walk
-    order here."""
+    other thread (`can_fork`): they start with everything imported (a `python -m` worker imported
+    the core before its first summary) and have the runs they inherit. They take them one at a
+    time from a shared pipe of run numbers, so a worker with costly runs does fewer (run i from
+    worker i % n left one worker with more work than the others on a tree of repeated cases). The
+    forked ones answer in msgpack frames (run number, length, then the answer: cheaper than JSON
+    to read, on a parent that shares the cores with them), put back in walk order here."""
 
     TAKE = struct.Struct("<i")
     FRAME = struct.Struct("<iI")          # run number, answer bytes
@@ -144,8 +143,8 @@ class ForkPool:
 
     def _results(self, items: list[Item], found: Optional[list[Found]]) -> Iterator[bytes | Answer]:
         """Per run, in order, a worker's encoded answer or the answer made here: this process is
-        the n-th worker (it would otherwise wait on the others, sharing their cores: with one
-        worker less, a cold listing of 1,000 runs took ~4% less time)."""
+        the n-th worker (it would otherwise wait on the others, sharing their cores: a listing
+        with one worker less and this one working was quicker)."""
         if len(items) > FORK_MAX_RUNS:        # (runs.py asks for no more)
             raise BrokenPool("too many runs for one queue")
         self.queue, tw = os.pipe()

@@ -3,7 +3,7 @@
 `LogIndex` counts with `EolScan`. For a big file it also runs this module as a script, in a
 child process, over the back half of the file, so the two halves are counted on two cores
 (counting holds the GIL, so a thread would not help). The script imports only the stdlib and
-starts with `python -I -S` in ~10 ms. It writes native int64s to stdout: a `(start, lines)` pair for
+starts at once with `python -I -S`. It writes native int64s to stdout: a `(start, lines)` pair for
 every block it found, then `(end, probe, pending_cr)`, the scan's final state.
 """
 
@@ -17,14 +17,14 @@ CHUNK = 256 << 10          # bytes counted per step; also the target block size
 # Below this many bytes a line, `count` is the faster way to count \n (see count_lf).
 _DELETE_MIN_LINE = 40
 # `replace` copies; copies this small reuse freed heap, where 256 KiB ones grew and trimmed
-# it (brk) every chunk, which cost 3x the counting itself in a fresh process.
+# it (brk) every chunk, which cost more than the counting itself in a fresh process.
 _PIECE = 64 << 10
 
 
 def count_lf(data: bytes | bytearray, cut: int) -> int:
-    """\n in data[:cut]. `count` of one byte is a scalar loop (~2.3 GB/s here), while deleting
-    one byte (`replace(b"\n", b"")`) finds each with memchr: 2x faster on log-like lines of
-    80 bytes, 4x on 200, but slower below ~32. A sample of the chunk picks the way."""
+    """\n in data[:cut]. `count` of one byte is a scalar loop, while deleting one byte
+    (`replace(b"\n", b"")`) finds each with memchr: quicker on log-like lines, slower on very
+    short ones (_DELETE_MIN_LINE). A sample of the chunk picks the way."""
     if data.count(b"\n", 0, 4096) * _DELETE_MIN_LINE > min(cut, 4096):
         return data.count(b"\n", 0, cut)
     n = 0

@@ -30,6 +30,8 @@ _SKIP_DIRS = {".venv", "venv", "__pycache__", ".git", "node_modules", ".hydra", 
 
 # Stream roles: which process wrote a captured stream.
 ENV, EVAL, BOTH, VALIDATE = "env", "eval", "both", "validate"
+# Layout kinds beside Gym's own dir and a bundle: a run gymwatch launched, a directory not a run yet.
+LAUNCHED, WAITING = "launched", "waiting"
 
 
 class NotARun(Exception):
@@ -97,9 +99,18 @@ class Stream:
 
 
 @dataclass(slots=True)
+class Refreshed:
+    """What `RunLayout.refresh()` saw: `new`, the path is now another run (or a run at last): read
+    it afresh; `names`, the files names and settings come from changed: read them again."""
+
+    new: bool = False
+    names: bool = False
+
+
+@dataclass(slots=True)
 class RunLayout:
     root: Path
-    kind: str                                   # gym_dir / launched / evaluator_bundle
+    kind: str                                   # gym_dir / launched / evaluator_bundle / waiting
     rollouts: Optional[Path] = None
     logs_dir: Optional[Path] = None
     streams: list[Stream] = field(default_factory=list)
@@ -107,8 +118,102 @@ class RunLayout:
     manifest: Optional[dict] = None
     bundle_meta: Optional[Path] = None
     log_offsets: dict[str, int] = field(default_factory=dict)  # launched runs: where this run began
+    waiting: str = ""                           # kind `waiting`: why the directory is not a run yet
+    fixed: bool = False                         # the user named the rollouts file: its layout stays
+    logs_given: bool = False                    # the user named the logs dir (--logs)
     # files named after the rollouts, made once for the rollouts they were made from (asked for often)
     _beside: dict[str, tuple[Path, Path]] = field(default_factory=dict, repr=False, compare=False)
+    _names_sig: Optional[tuple] = field(default=None, repr=False, compare=False)      # (see refresh)
+    _manifest_sig: Optional[tuple] = field(default=None, repr=False, compare=False)
+
+    def refresh(self, whole: bool = True) -> "Refreshed":
+        """Look at the run's files again: the one place the run's shape follows its files. A live
+        run grows into its final shape: a directory not a run yet becomes one, the rollouts and
+        their sidecars, a `logs/` dir, Gym's captured output, Hydra's configs and a launcher's
+        manifest appear or change. What is cheap is looked at each time (a `logs/` dir appeared,
+        captured output appeared); `whole`: what the path is, looked at afresh (a full discovery:
+        the session does it about once a second, and at once when it needs the rows file)."""
+        out = Refreshed()
+        if self.kind == WAITING:      # (looked at each time: a directory waiting to be a run is small)
+            try:
+                fresh = _discover(self.root)
+            except NotARun as exc:
+                self.waiting = str(exc)
+                return out
+            self._adopt(fresh)
+            out.new = out.names = True
+            return out
+        if self.logs_dir is None and self.kind != LAUNCHED and (self.root / "logs").is_dir():
+            self.logs_dir = self.root / "logs"
+        if self.kind != LAUNCHED:
+            known = {s.path for s in self.streams}
+            self.streams += [s for s in run_streams(self.root, self.rollouts) if s.path not in known]
+        if whole:
+            if self.kind == LAUNCHED:
+                self._follow_manifest()
+            elif not self.fixed and self.root.is_dir():
+                try:
+                    now = discover(self.root, str(self.logs_dir) if self.logs_given else None)
+                except NotARun:
+                    now = self
+                if (now.kind, now.rollouts, now.logs_dir) != (self.kind, self.rollouts, self.logs_dir):
+                    self._adopt(now)
+                    out.new = out.names = True
+            if self.root.is_dir():
+                self.hydra_dirs = find_hydra_dirs(self.root)
+            out.names = out.names or self.names_sig() != self._names_sig
+        return out
+
+    def names_read(self) -> None:
+        """Names and settings are read now (core/config.py): `refresh()` says when their files change."""
+        self._names_sig = self.names_sig()
+        if self.kind == LAUNCHED:
+            self._manifest_sig = _stat_sig(self.root / MANIFEST_NAME)
+
+    def names_sig(self) -> tuple:
+        """What names and settings are read from, as the files are now."""
+        return tuple(_stat_sig(d / ".hydra" / n) for d in self.hydra_dirs for n in ("config.yaml", "overrides.yaml")) \
+            + (_stat_sig(self.root / MANIFEST_NAME) if self.kind == LAUNCHED else ())
+
+    def _follow_manifest(self) -> None:
+        """The launcher updates its manifest (the eval process starts after readiness): follow it."""
+        sig = _stat_sig(self.root / MANIFEST_NAME)
+        if sig == self._manifest_sig:
+            return
+        self._manifest_sig = sig
+        try:
+            fresh = _launched(self.root, Listings())
+        except NotARun:
+            return
+        self.manifest = fresh.manifest
+        self.rollouts = self.rollouts or fresh.rollouts
+        known = {s.path for s in self.streams}
+        self.streams += [s for s in fresh.streams if s.path not in known]
+
+    def _adopt(self, fresh: "RunLayout") -> None:
+        for name in ("kind", "rollouts", "logs_dir", "streams", "hydra_dirs", "manifest", "bundle_meta",
+                     "log_offsets", "waiting"):
+            setattr(self, name, getattr(fresh, name))
+        self._beside = {}
+
+    # --- which logs belong to a server --------------------------------------------------------
+    def own_log(self, name: str, ls: Optional[Listings] = None) -> Optional[Path]:
+        """The server's own log (`<logs>/<name>.log`; a name with `/` has its log named with `_`)."""
+        logs = self.server_logs(ls)
+        return logs.get(name) or logs.get(name.replace("/", "_"))
+
+    def gym_output(self, roles: tuple[str, ...] = (ENV,)) -> list[Stream]:
+        """Gym's captured output of these roles, by file name: where Gym tees every server's output
+        with its `(name) ` prefix (`gym env start`'s; BOTH: a one-process `gym eval run`), the
+        lines of a server with no log of its own."""
+        return sorted((s for s in self.streams if s.role in roles), key=lambda s: str(s.path))
+
+    def all_logs(self) -> list[tuple[str, Path]]:
+        """Every log of the run, as (label, path): the servers' own, then Gym's captured output."""
+        out = sorted(self.server_logs().items())
+        out += [(os.path.basename(str(s.path)).rsplit(".", 1)[0], s.path) for s in self.streams
+                if os.path.isfile(s.path)]
+        return out
 
     def sidecar(self, suffix: str, ext: str = ".jsonl") -> Optional[Path]:
         return self._named(self.rollouts.stem + suffix + ext) if self.rollouts is not None else None
@@ -244,7 +349,7 @@ def find_hydra_dirs(d: Path, depth: int = 3, ls: Optional[Listings] = None) -> l
 
 
 def _hydra_dirs(d: str, depth: int, ls: Listings, found: list[str]) -> None:
-    """find_hydra_dirs by path strings (a Path a visited dir cost a run's discovery ~10%)."""
+    """find_hydra_dirs by path strings (a Path a visited dir was a large part of a run's discovery)."""
     if ls.is_dir(d, ".hydra"):
         found.append(d)
     if depth == 0:
@@ -264,6 +369,14 @@ def _real_dir(e: os.DirEntry) -> bool:
         return False
 
 
+def _stat_sig(path: Path) -> tuple:
+    try:
+        st = os.stat(path)
+        return (str(path), st.st_size, st.st_mtime_ns)
+    except OSError:
+        return (str(path), None, None)
+
+
 def _load_manifest(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -274,16 +387,24 @@ def _load_manifest(path: Path) -> dict:
     return data
 
 
-def discover(path: str | os.PathLike, logs: Optional[str] = None, listed: Optional[Listings] = None) -> RunLayout:
+def discover(path: str | os.PathLike, logs: Optional[str] = None, listed: Optional[Listings] = None,
+             wait: bool = False) -> RunLayout:
     """Work out what kind of run `path` is. Raises NotARun with a one-line reason. `listed`:
     listings the caller has just taken, `path`'s among them, a resolved directory (the runs
-    browser's walk)."""
-    if listed is not None:
-        layout = _from_dir(Path(path), listed)
-    else:
-        layout = _discover(path)
+    browser's walk). `wait`: a directory that is not a run yet (a replay or a launcher is about
+    to fill it) is a layout of kind `waiting`, which `refresh()` turns into the run."""
+    try:
+        layout = _from_dir(Path(path), listed) if listed is not None else _discover(path)
+    except NotARun as exc:
+        root = Path(path).expanduser()
+        if not (wait and root.is_dir()):
+            raise
+        layout = RunLayout(root=root.resolve(), kind=WAITING, waiting=str(exc))
     if logs:
         layout.logs_dir = Path(logs).expanduser().resolve()
+        layout.logs_given = True
+    if listed is None:
+        layout.fixed = os.path.isfile(path) and layout.kind != LAUNCHED
     return layout
 
 
@@ -424,7 +545,7 @@ def _output_from_hydra(dirs: list[Path]) -> Optional[Path]:
 
 def _launched(d: Path, ls: Listings) -> RunLayout:
     manifest = _load_manifest(d / MANIFEST_NAME)
-    layout = RunLayout(root=d, kind="launched", manifest=manifest)
+    layout = RunLayout(root=d, kind=LAUNCHED, manifest=manifest)
     files = manifest["files"] if isinstance(manifest.get("files"), dict) else {}
     out = files.get("output")
     layout.rollouts = Path(out) if isinstance(out, str) and out else None

@@ -74,7 +74,7 @@ class LogIndex:
         self._children: dict[int, subprocess.Popen] = {}   # start offset -> the child counting from it
         # A child is started, or the children are stopped, never both at once: a child started
         # just after close() stopped the others would count its half to the end, close() waiting
-        # for it (~0.4 s for half of a 1 GB log, on the screen's thread).
+        # for it, on the screen's thread.
         self._spawning = threading.Lock()
         self.error = ""
         self._open(sync_lines)

@@ -34,7 +34,7 @@ BENIGN = re.compile(r"Found ulimit of .* failed to automatically increase")
 
 # For each marker, literals one of which every match of it contains (a test generates matches
 # from each pattern to check this). Most lines hold none of them, and one search for all the
-# literals (~1 us a line) rejects those far faster than the markers' own patterns (~9 us).
+# literals rejects those far faster than the markers' own patterns.
 KEYWORDS_BY_MARKER: dict[str, tuple[str, ...]] = {
     "traceback": ("Traceback (most recent call last):",), "process_died": ("finished unexpectedly!",),
     "caught_exception": ("Caught an exception printed above in",), "model_retry": ("[model_retry",),
@@ -49,8 +49,8 @@ KEYWORDS_BY_MARKER: dict[str, tuple[str, ...]] = {
 MARKER_KEYWORDS = tuple(dict.fromkeys(k for name, _ in MARKERS for k in KEYWORDS_BY_MARKER[name]))
 _KEYWORD = re.compile("|".join(re.escape(k) for k in MARKER_KEYWORDS))
 # A line that holds a keyword is tried against the markers whose keywords it holds, in order: an
-# alternation of all the markers' patterns took 10-30 us a line (Python's `re` tries every branch
-# at every position), on lines as common as Ray's ulimit warning.
+# alternation of all the markers' patterns is slow (Python's `re` tries every branch at every
+# position), on lines as common as Ray's ulimit warning.
 _GATED = tuple((name, pattern, KEYWORDS_BY_MARKER[name]) for name, pattern in MARKERS)
 
 

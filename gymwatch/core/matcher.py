@@ -76,7 +76,7 @@ def _positions(data: bytes, needles: tuple[bytes, ...]) -> list[int]:
 def _keyword_lines(data: bytes) -> list[int]:
     """Where the first of the markers' keywords is in each line holding one, ascending: one
     search of all of them, resumed at the next line (a `find` a keyword took a pass over the
-    block each: ~20 passes, 2/3 of an errors-only filter's time)."""
+    block each: most of an errors-only filter's time)."""
     out: list[int] = []
     pos, end = 0, len(data)
     while pos < end:

@@ -122,8 +122,8 @@ def gym_processes() -> Iterator[tuple[psutil.Process, list[str], str]]:
 
 def _command_lines() -> Iterator[tuple[int, list[str]]]:
     """(pid, command line) of every process. Read from /proc where there is one: one small read
-    a process, where psutil's process_iter also reads each one's stat file (~30 us a process
-    against ~4: a desktop runs hundreds, and the runs browser sweeps them on every listing)."""
+    a process, where psutil's process_iter also reads each one's stat file (a desktop runs
+    hundreds, and the runs browser sweeps them on every listing)."""
     try:
         pids = [int(name) for name in os.listdir(PROC) if name.isdigit()]
     except OSError:

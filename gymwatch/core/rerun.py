@@ -63,7 +63,7 @@ def max_attempts(environ: Optional[dict] = None) -> int:
 def plan(state: RunState) -> list[RerunTrial]:
     """Every trial that did not complete, by (task, rollout). Pending trials are left out: a
     running collection may still complete them."""
-    # by values: a pass over the items touches every key tuple too, ~10x the time on a big run
+    # by values: a pass over the items touches every key tuple too, far slower on a big run
     done = (T_COMPLETED, T_PENDING)
     trials = sorted((t for t in state.trials.values() if t.status not in done),
                     key=lambda t: (t.task_index, t.rollout_index))

@@ -18,15 +18,15 @@ import msgspec
 
 from . import eolcount, fast, procs, records
 from .fast import fork
-from .config import read_info
-from .layout import BOTH, EVAL, MANIFEST_NAME, Listings, NotARun, RunLayout, Stream, discover, find_hydra_dirs, run_streams
+from .layout import BOTH, EVAL, WAITING, Listings, Refreshed, RunLayout, Stream, discover
 from .model import Evidence, RunState, parent_ended
+from .plan import FULL, Reader, ReadingPlan
 from .reducer import Changes, Reducer
 from .tail import Tailer, read_head, read_head_stat
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
 READ_BUDGET = 8 << 20      # bytes of one file read per slice
-LIVE_SLICE = 1 << 20       # ... when a poll has a time budget (~0.1 s of a server log's lines)
+LIVE_SLICE = 1 << 20       # ... when a poll has a time budget (a slice well within it)
 SHAPE_CHECK_EVERY = 1.0     # seconds between re-discoveries of what files the run has
 ROWS_LOOK_EVERY = 0.2       # ... while the collector runs and no rollouts file is known
 KEYS_CHILD_MIN = 32 << 20    # bytes of materialized inputs worth a forked child (core/fast/fork.py)
@@ -37,24 +37,22 @@ HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must st
 
 
 class RunSession:
-    # listings of the run just taken, for a one-shot read of it (the runs browser's summary): its
-    # files' sizes and times as they say, the same the summary's cache key was made from
-    listed: Optional[Listings] = None
-
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
-                 check_processes: bool = True, explicit_file: bool = False, logs_given: bool = False,
-                 timed: bool = False, helpers: bool = False):
+                 check_processes: bool = True, timed: bool = False, helpers: bool = False,
+                 plan: ReadingPlan = FULL, listed: Optional[Listings] = None):
+        """`plan`: what is read, and how (core/plan.py). `listed`: listings of the run just taken,
+        for a one-shot read of it (the runs browser's summary): its files' sizes and times as they
+        say, the same the summary's cache key was made from."""
         self.layout = layout
+        self.plan = plan
+        self.listed = listed
         self.helpers = helpers              # may fork helpers (core/fast/fork.py): a process doing nothing else
-        self._explicit = explicit_file     # the user named a rollouts file: its layout is fixed
-        self._logs_given = logs_given
         self.clock = clock
         self.check_processes = check_processes
         self._last_proc_check = 0.0
         self._last_shape_check = 0.0
         self._last_rows_look = 0.0
         self._looked_at_end = False   # looked for the rows file once the collector said it finished
-        self._manifest_sig: tuple = ()
         self._caught_up = timed     # timed: reopened on a run already watched, its new lines are new now
         self._deadline: Optional[float] = None
         self.behind: dict[str, tuple[int, int]] = {}    # rel path -> (bytes read, size) left for later
@@ -62,12 +60,11 @@ class RunSession:
 
     def _new_state(self) -> None:
         self.state = RunState(root=str(self.layout.root), kind=self.layout.kind)
-        self._config_sig: Optional[tuple] = None   # None: the configs were never read
         self.reducer = Reducer(self.state, self._line_clock)
-        self._refresh_info()
-        self.tailers: dict[Path, Tailer] = {}
+        self._read_names()
+        self.tailers: dict[Path, Reader] = {}
         self._rels: dict[Path, str] = {}     # evidence names of the tailed files
-        self._streams: dict[Path, Stream] = {s.path: s for s in self.layout.streams}
+        self._logs: Optional[dict[str, Path]] = None     # the servers' own logs, as last listed
 
     def _now(self) -> Optional[float]:
         return self.clock() if self.clock else None
@@ -78,9 +75,10 @@ class RunSession:
         return self._now() if self._caught_up else None
 
     @classmethod
-    def open(cls, path: str, logs: Optional[str] = None, **kw) -> "RunSession":
-        layout = discover(path, logs)
-        return cls(layout, explicit_file=os.path.isfile(path), logs_given=bool(logs), **kw)
+    def open(cls, path: str, logs: Optional[str] = None, wait: bool = False, **kw) -> "RunSession":
+        """A session of the run at `path`. `wait`: a directory that is not a run yet is watched
+        until it is one (its layout's kind is `waiting`, and says why)."""
+        return cls(discover(path, logs, wait=wait), **kw)
 
     # --- reading -------------------------------------------------------------------
     def poll(self, final: bool = False, budget: Optional[float] = None) -> Changes:
@@ -96,11 +94,12 @@ class RunSession:
         reshape = final or now - self._last_shape_check >= SHAPE_CHECK_EVERY
         if reshape:
             self._last_shape_check = now
-        reset = reshape and self._rediscover()
+        seen = self.layout.refresh(whole=reshape) if self.plan.follow else Refreshed()
+        reset = seen.new
         if reset:
             self._new_state()
-        elif reshape:
-            self._refresh_info()
+        elif seen.names:
+            self._read_names()
         if self._poll_files(final) or self._rows_appeared():
             self._new_state()
             self._poll_files(final)
@@ -126,7 +125,7 @@ class RunSession:
             return max((t.mtime for p in paths if p is not None and (t := tailers.get(p)) is not None
                         and t.mtime is not None), default=None)
 
-        collector = [s.path for s in self._streams.values() if s.role in (EVAL, BOTH)]
+        collector = [s.path for s in lay.streams if s.role in (EVAL, BOTH)]
         self.reducer.file_activity(max(writes.values(), default=None), time.time(), writes,
                                    last([lay.rollouts]), last([lay.rollouts, lay.failures]),
                                    last([lay.materialized]), last(collector))
@@ -134,49 +133,31 @@ class RunSession:
     def _rows_appeared(self) -> bool:
         """The collector started (or finished) in what was just read, but the run's rollouts file
         is not known yet: Gym has written it by now, so find it in this poll, not a second later
-        (a finished collection with its rows unread would look like one that recorded nothing)."""
+        (a finished collection with its rows unread would look like one that recorded nothing).
+        True: the run is another now, read it afresh."""
         c = self.state.collector
-        if self.layout.rollouts is not None or not c.started:
+        if self.layout.rollouts is not None or not c.started or not self.plan.follow:
             return False
         now = time.monotonic()
         ended = c.finished or self.state.aggregate_written
         if now - self._last_rows_look < ROWS_LOOK_EVERY and not (ended and not self._looked_at_end):
             return False
         self._last_rows_look, self._looked_at_end = now, ended
-        return self._rediscover()
+        return self.layout.refresh().new
 
-    def _rediscover(self) -> bool:
-        """A live run grows into its final shape (sidecars, logs/, bundle files appear late):
-        when what the path IS changes, adopt the new layout and read it afresh."""
-        lay = self.layout
-        if lay.kind == "launched" or self._explicit or not lay.root.is_dir():
-            return False
-        try:
-            fresh = discover(str(lay.root), str(lay.logs_dir) if self._logs_given else None)
-        except NotARun:
-            return False
-        if (fresh.kind, fresh.rollouts, fresh.logs_dir) == (lay.kind, lay.rollouts, lay.logs_dir):
-            return False
-        self.layout = fresh
-        return True
-
-    def _refresh_info(self) -> None:
-        """Re-read names and settings when a Hydra config appeared or changed (live runs)."""
-        lay = self.layout
-        if lay.root.is_dir():
-            lay.hydra_dirs = find_hydra_dirs(lay.root)
-        sig = tuple(_stat_sig(d / ".hydra" / n) for d in lay.hydra_dirs for n in ("config.yaml", "overrides.yaml"))
-        if sig != self._config_sig:
-            self._config_sig = sig
-            self.reducer.run_info(read_info(lay.hydra_dirs, lay.bundle_meta, lay.manifest))
+    def _read_names(self) -> None:
+        """Names and settings from Hydra's configs, the manifest or a bundle (core/config.py)."""
+        if self.plan.follow:
+            self.layout.names_read()
+        self.reducer.run_info(self.plan.info(self.layout))
 
     def server_logs(self) -> dict[str, Path]:
-        """The run's per-server logs now (a live run's logs/ dir may appear or grow). A logs dir
-        that cannot be listed is said once (not a run without logs)."""
+        """The run's per-server logs now. A logs dir that cannot be listed is said once (not a run
+        without logs)."""
+        if self._logs is not None and not self.plan.follow:
+            return self._logs          # a one-shot read: the logs as they were first listed
         lay = self.layout
-        if lay.logs_dir is None and lay.kind != "launched" and self._is(lay.root / "logs", stat.S_ISDIR):
-            lay.logs_dir = lay.root / "logs"
-        logs = lay.server_logs(self.listed)
+        logs = self._logs = lay.server_logs(self.listed)
         if not logs and lay.logs_dir is not None:
             rel = lay.rel(lay.logs_dir).rstrip("/") + "/"
             why = _unlistable(lay.logs_dir)
@@ -185,11 +166,6 @@ class RunSession:
             else:
                 self.reducer.readable(rel)
         return logs
-
-    def run_streams(self) -> list[Stream]:
-        """Gym's captured output found in the run now (a launched run's are in its manifest)."""
-        lay = self.layout
-        return [] if lay.kind == "launched" else run_streams(lay.root, lay.rollouts)
 
     def _poll_files(self, final: bool) -> bool:
         lay = self.layout
@@ -201,9 +177,7 @@ class RunSession:
             reset |= self._read(path, final, lambda f, first, block, name=name:
                                 self.reducer.server_log_block(name, f, first, block),
                                 offset_key=name, blocks=True)
-        for s in self.run_streams():
-            self._streams.setdefault(s.path, s)
-        for stream in list(self._streams.values()):
+        for stream in list(lay.streams):
             reset |= self._read(stream.path, final, lambda f, first, block, role=stream.role:
                                 self.reducer.stream_block(role, f, first, block), blocks=True)
         if lay.rollouts is not None:
@@ -239,7 +213,7 @@ class RunSession:
               stop: Optional[int] = None) -> bool:
         """Feed the file's new lines: `feed(rel, lineno, raw)` a line; with `blocks`
         `feed(rel, first lineno, block of whole lines)`."""
-        if path is None:
+        if path is None or not self.plan.wants(self, path, offset_key):
             return False
         t = self.tailers.get(path)
         if t is None:
@@ -250,10 +224,9 @@ class RunSession:
         piece = READ_BUDGET if deadline is None else LIVE_SLICE
         while True:   # in slices, so a 300 MB rollouts file is never held whole
             before = t.lineno
-            # (`stop` only when given: the runs browser's readers of big or cut logs, HeadTail and
-            # ReadyCut, take none)
-            batch = t.read(final=final, max_bytes=piece, blocks=blocks) if stop is None else \
-                t.read(final=final, max_bytes=piece, blocks=blocks, stop=stop)
+            # (`stop` only when given: a helper reads on from there; a plan's own readers take none)
+            batch = t.read(final=final, max_bytes=piece, blocks=blocks) if stop is None or not isinstance(t, Tailer) \
+                else t.read(final=final, max_bytes=piece, blocks=blocks, stop=stop)
             if batch.error:
                 lay = self.layout
                 self.reducer.unreadable(rel, batch.error, rows=path in (lay.rollouts, lay.failures, lay.materialized))
@@ -267,7 +240,7 @@ class RunSession:
             if not batch.more:
                 return False
             if deadline is not None and time.monotonic() >= deadline:
-                self.behind[rel] = (t.offset, self._size(path))
+                self.behind[rel] = (t.offset, self.size(path))
                 return False
 
     def _cut_row(self, path: Path) -> Optional[Evidence]:
@@ -275,7 +248,7 @@ class RunSession:
         (read to the end) an unusable line with no line end after it. Gym ends every row with one,
         so either is a row cut short: once the collector has ended, it died writing it."""
         t = self.tailers.get(path)
-        if t is None or not t.exists:
+        if not isinstance(t, Tailer) or not t.exists:
             return None
         rel = self._rels[path]
         if t.held:
@@ -295,7 +268,7 @@ class RunSession:
         t = self.tailers.get(path)
         if t is not None and t.offset:
             return None
-        size = self._size(path)
+        size = self.size(path)
         if size < worth or not fork.can_fork(use):
             return None
         start = fork.split_point(str(path), size, share) if share else 0
@@ -314,8 +287,8 @@ class RunSession:
         if t is None:
             t = self.tailers[path] = self._tailer(path, "")
             self._rels[path] = self.layout.rel(path)
-        got = fork.rows_answer(child) if t.offset == start else None
-        if got is None:
+        got = fork.rows_answer(child) if isinstance(t, Tailer) and t.offset == start else None
+        if got is None or not isinstance(t, Tailer):
             return self._read(path, final, block_feed, blocks=True)
         end, lines, blocks = got
         rel, base = self._rels[path], t.lineno
@@ -328,6 +301,10 @@ class RunSession:
     # A file's facts: now, or as listings just taken have them (`listed`: a one-shot read)
     def _stat(self, path: Path) -> os.stat_result:
         return os.stat(path) if self.listed is None else self.listed.stat(path)
+
+    def is_file(self, path: Path) -> bool:
+        """A regular file now (or as the listings just taken say)."""
+        return self._is(path, stat.S_ISREG)
 
     def _is(self, path: Path, kind: Callable[[int], bool]) -> bool:
         """Is `path` of this kind (stat.S_ISDIR, S_ISREG)? False when it cannot be stat'ed."""
@@ -345,13 +322,19 @@ class RunSession:
             raise
         return True
 
-    def _size(self, path: Path) -> int:
+    def size(self, path: Path) -> int:
+        """The file's size now (or as the listings just taken say); 0 when it cannot be stat'ed."""
         try:
             return self._stat(path).st_size
         except OSError:
             return 0
 
-    def _tailer(self, path: Path, offset_key: str) -> Tailer:
+    def _tailer(self, path: Path, offset_key: str) -> Reader:
+        """The file's reader: the plan's, else a Tailer (from where this run began in a log a
+        launched run shares with earlier ones)."""
+        own = self.plan.reader(self, path, offset_key)
+        if own is not None:
+            return own
         offset = self.layout.log_offsets.get(offset_key, 0) if offset_key else 0
         if offset <= 0:
             return Tailer(str(path))
@@ -414,7 +397,7 @@ class RunSession:
 
     # --- processes ------------------------------------------------------------------
     def _processes(self) -> None:
-        if not self.check_processes:
+        if not self.check_processes or self.layout.kind == WAITING:
             return
         now = time.monotonic()
         if now - self._last_proc_check < PROCESS_CHECK_EVERY and self._last_proc_check:
@@ -426,13 +409,13 @@ class RunSession:
         if not self.check_processes:
             return
         lay = self.layout
-        if lay.manifest:
-            self._reload_manifest()
-            live = procs.from_manifest(lay.manifest)
-        else:
-            live = procs.scan(procs.needles_for(lay.root, lay.rollouts, lay.logs_dir))
+        # a launched run's manifest as it is now (a launched run is never another run: no reset)
+        if lay.manifest and self.plan.follow and lay.refresh().names:
+            self._read_names()
+        live = self.plan.liveness(lay)
         self.reducer.processes(live.parent, live.collector, live.parent_exit, live.collector_exit, checked=True)
-        self.reducer.orphans(self._orphans())
+        if self.plan.orphans:
+            self.reducer.orphans(self._orphans())
 
     def _orphans(self) -> dict[str, int]:
         """Servers still running on this machine after gym env start ended (Gym signals only their
@@ -441,24 +424,6 @@ class RunSession:
             return {}
         return {s.name: s.pid for s in self.state.servers.values()
                 if s.pid and procs.server_process_alive(s.pid, s.venv)}
-
-    def _reload_manifest(self) -> None:
-        """The launcher updates its manifest (the eval process starts after readiness): follow it."""
-        path = self.layout.root / MANIFEST_NAME
-        sig = _stat_sig(path)
-        if sig == self._manifest_sig:
-            return
-        self._manifest_sig = sig
-        try:
-            fresh = discover(str(self.layout.root))
-        except NotARun:
-            return
-        self.layout.manifest = fresh.manifest
-        self.layout.rollouts = self.layout.rollouts or fresh.rollouts
-        self.layout.streams = fresh.streams
-        for stream in fresh.streams:
-            self._streams.setdefault(stream.path, stream)
-        self.reducer.run_info(read_info(self.layout.hydra_dirs, self.layout.bundle_meta, self.layout.manifest))
 
     def apply_probe(self, instances: Optional[list] = None, answers: Optional[dict[str, bool]] = None) -> Changes:
         """Fold in what the head server said (`/server_instances`) and which servers answered `GET /`."""
@@ -470,22 +435,24 @@ class RunSession:
         return self.reducer.take_changes()
 
     def streams(self) -> list[Stream]:
-        """Gym's captured output files found so far (the layout's, and any that appeared)."""
-        return sorted(self._streams.values(), key=lambda s: str(s.path))
+        """Gym's captured output files found so far."""
+        return sorted(self.layout.streams, key=lambda s: str(s.path))
 
     def watch_paths(self) -> list[Path]:
         return self.layout.watch_dirs()
+
+    def close(self) -> None:
+        """Done with this session: its readers and its reducer's clock (which refer back to it)
+        are let go, so that it is freed at once, not by the cyclic collector."""
+        self.tailers = {}
+        self.reducer.w.clock = _no_clock
 
     def is_live(self) -> bool:
         return bool(self.state.parent.alive or self.state.collector.alive)
 
 
-def _stat_sig(path: Path) -> tuple:
-    try:
-        st = path.stat()
-        return (str(path), st.st_size, st.st_mtime_ns)
-    except OSError:
-        return (str(path), None, None)
+def _no_clock() -> None:
+    return None
 
 
 CUT_ROW = "the last row, cut mid-line (no line end after it)"
@@ -544,7 +511,7 @@ def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True
 
 def _whole_json(data: bytes) -> None:
     """ValueError unless `data` is one whole JSON document (msgspec, checking its syntax without
-    making its values: ~15x faster than json on a summary's aggregate metrics; json for what msgspec
+    making its values: far faster than json on a summary's aggregate metrics; json for what msgspec
     refuses, NaN)."""
     try:
         msgspec.json.decode(data, type=msgspec.Raw)

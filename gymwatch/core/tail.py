@@ -155,8 +155,7 @@ class Tailer:
         if cut:
             block = partial + data[:cut] if partial else data[:cut]
             batch.blocks.append((self.lineno + 1, block))
-            # memchr, not bytes.count's scalar loop, unless the lines are short: 8% of a big
-            # report's read (~0.08 s for 266 MB of rollouts) before
+            # memchr, not bytes.count's scalar loop, unless the lines are short (eolcount.count_lf)
             self.lineno += count_lf(block, len(block))
             self._partial = b""
             self._hold(data[cut:])
@@ -264,8 +263,7 @@ def decode(raw: bytes) -> str:
 def read_head(path: str | os.PathLike, limit: int | None = None) -> bytes:
     """Up to `limit` bytes from the start of the file at `path` (None: all of it); OSError as
     open() raises it. One open, fstat and read: Python's buffered open() adds an isatty call, a
-    seek, a second fstat and a read to see the end (~9 us for a small file, ~5 us this way: a
-    run's summary reads ~8 such files)."""
+    seek, a second fstat and a read to see the end (a run's summary reads several such files)."""
     return read_head_stat(path, limit)[0]
 
 

@@ -1,9 +1,5 @@
-"""The run behind the screen: a RunSession that may not exist yet, plus progress-rate samples.
-
-No Textual here. Works around two layout gaps of the core: a path that is not a run *yet*
-(an empty dir a replay or a launcher is about to fill) and a `logs/` dir that appears after
-the session was opened (discover() only looks once): both reopen the session as a reset.
-"""
+"""The run behind the screen: a RunSession (which follows a path that is not a run yet, and the
+run's files as they appear: RunLayout.refresh()), plus progress-rate samples. No Textual here."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..core.layout import NotARun, replay_speed
+from ..core.layout import WAITING, replay_speed
 from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState, collector_ended
 from ..core.reducer import Changes
 from ..core.session import RunSession
@@ -54,7 +50,6 @@ class LiveRun:
             else check_processes
         self.replay = False
         self.session: Optional[RunSession] = None
-        self.waiting = ""                      # why there is no session yet
         self.opened_at = self.clock()
         self._samples: deque[tuple[float, int]] = deque()
         self._open()
@@ -69,49 +64,38 @@ class LiveRun:
             self.replay = True
             self.clock.set_speed(speed)
             self.check_processes = self.check_processes and not self._default_check
+            if self.session is not None:
+                self.session.check_processes = self.check_processes
 
-    def _open(self, reopen: bool = False) -> bool:
-        """`reopen`: the run was being watched already; lines read now are stamped now (the times
-        of what the previous session saw are carried over)."""
+    def _open(self) -> None:
+        """The session; NotARun when the path is not a directory (an empty one is watched until
+        it is a run: a replay or a launcher is about to fill it)."""
         self._seen_replay()
-        try:
-            self.session = RunSession.open(self.path, self.logs, clock=self.clock,
-                                           check_processes=self.check_processes, timed=reopen)
-        except NotARun as exc:
-            if not Path(self.path).expanduser().is_dir():
-                raise
-            self.waiting = str(exc)
-            return False
-        self.waiting = ""
-        return True
+        self.session = RunSession.open(self.path, self.logs, wait=True, clock=self.clock,
+                                       check_processes=self.check_processes)
+
+    @property
+    def waiting(self) -> str:
+        """Why there is no run to show yet ("" once there is)."""
+        lay = self.session.layout if self.session else None
+        return lay.waiting if lay is not None and lay.kind == WAITING else ""
 
     @property
     def state(self) -> Optional[RunState]:
-        return self.session.state if self.session else None
+        return self.session.state if self.session and not self.waiting else None
 
     @property
     def root(self) -> Path:
         return self.session.layout.root if self.session else Path(self.path).expanduser().resolve()
 
     def poll(self) -> Changes:
-        if self.session is None:
-            if not self._open():
-                return Changes()
-            return self._first_poll()
-        old = self.session.state
-        if self._layout_grew():
-            self._open(reopen=True)
-            changes = self._first_poll()
-        else:
-            changes = self.session.poll(budget=POLL_BUDGET)
-            self._sample()
-        if changes.reset and self.session.state is not old:
-            self.session.reducer.carry_times(old)
-        return changes
-
-    def _first_poll(self) -> Changes:
+        waited = bool(self.waiting)
+        if waited:
+            self._seen_replay()
         changes = self.session.poll(budget=POLL_BUDGET)
-        changes.reset = True
+        if self.waiting:
+            return Changes()
+        changes.reset = changes.reset or waited      # the run's first poll
         self._sample()
         return changes
 
@@ -125,17 +109,11 @@ class LiveRun:
         more = f" (+{len(behind) - 1} more)" if len(behind) > 1 else ""
         return f"reading {rel}: {100 * done // max(size, 1)}% of {_human(size)}{more}"
 
-    def _layout_grew(self) -> bool:
-        lay = self.session.layout
-        return lay.logs_dir is None and lay.kind == "gym_dir" and (lay.root / "logs").is_dir()
-
     def server_log(self, name: str) -> Optional[str]:
-        """The server's own log (`<logs>/<name>.log`), relative to the root. Server.log_file is
-        never filled by the core, so look at the layout's log dir."""
+        """The server's own log (`<logs>/<name>.log`), relative to the root."""
         if self.session is None:
             return None
-        logs = self.session.layout.server_logs()
-        path = logs.get(name) or logs.get(name.replace("/", "_"))
+        path = self.session.layout.own_log(name)
         return self.session.layout.rel(path) if path is not None else None
 
     def watch_paths(self) -> list[Path]:

@@ -59,7 +59,7 @@ class EvidenceNav:
         if session is None:
             return []
         lay = session.layout
-        mine = [s for s in session.streams() if s.role == ENV]
+        mine = lay.gym_output()
         if rel not in {lay.rel(s.path) for s in mine}:
             return []
         return [(s.path.name.rsplit(".", 2)[-2] if s.path.name.count(".") >= 2 else s.path.name,
@@ -82,10 +82,10 @@ class EvidenceNav:
         lay = session.layout
         sources = [(name, path, lay.rel(path)) for name, path in sorted(lay.server_logs().items())]
         # every server also prints to Gym's stdout, in the order Gym got the lines: the order hint
-        out = sorted((s for s in session.streams() if s.role in (ENV, BOTH)), key=lambda s: s.stderr)
+        out = sorted(lay.gym_output((ENV, BOTH)), key=lambda s: s.stderr)
         if sources:
             return sources, (str(out[0].path),) if out else ()
-        return [(s.path.name, s.path, lay.rel(s.path)) for s in session.streams() if s.role == ENV], ()
+        return [(s.path.name, s.path, lay.rel(s.path)) for s in lay.gym_output()], ()
 
     def open_around(self, around: AroundIt) -> None:
         """Every server's log merged (in the order Gym received the lines), at the trial's line:

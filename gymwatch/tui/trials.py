@@ -1,7 +1,8 @@
 """The trials table: a virtual list over the run state, drawing only the rows on screen.
 
-A Textual DataTable keeps a styled copy of every cell and measures each one it is given: a
-100k-trial run cost ~300 MB and 50 s to fill, and a poll touching 200 rows ~0.4 s to repaint.
+A Textual DataTable keeps a styled copy of every cell and measures each one it is given: a big
+run took a lot of memory and long to fill, and a poll touching many rows long to repaint
+(benchmarks/README.md, screen).
 Here a row is just its trial's key in a sorted list; its cells are made when it is drawn.
 """
 
