@@ -7,7 +7,7 @@ from typing import Any, Iterator, Optional, TextIO
 from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
-from .core import attempts, attribution, gymversion, health, pace, rerun
+from .core import attempts, attribution, gymversion, health, pace, rerun, score
 from .core.model import (
     EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
     V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
@@ -56,7 +56,7 @@ def trial_json(state: RunState, t: Trial, memo: attribution.Memo = None) -> dict
     gym = state.health.get(t.key)
     return {
         "task_index": t.task_index, "rollout_index": t.rollout_index, "attempt_index": t.attempt_index,
-        "status": t.status, "reward": t.reward, "withheld_reward": t.withheld_reward,
+        "status": t.status, "reward": t.reward, "withheld_reward": t.withheld_reward, "masked": t.masked,
         "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
         "failure_class": t.failure_class or None, "message": t.message or None, "http_status": t.http_status,
         "agent": t.agent or None,
@@ -83,6 +83,27 @@ def endpoints_json(e: EndpointWait) -> Optional[dict]:
         return None
     return {"urls": e.urls, "limit": e.limit, "elapsed": e.elapsed, "waiting": _ev(e.waiting),
             "answered": _ev(e.answered), "gave_up": _ev(e.gave_up), "unresolved": [x.to_json() for x in e.unresolved]}
+
+
+def score_json(state: RunState) -> dict:
+    """What the score is worth: its denominator, Gym's own score beside it, what Gym's score leaves
+    out and whether Gym's health verdict vouches for anything."""
+    d = score.denominator(state)
+    routed, file = score.routed_failures(state)
+    return {"mean_reward": d.mean, "expected": d.expected, "scored": d.scored, "not_scored": d.not_scored,
+            "failed": d.failed, "never_ran": d.never_ran, "missing": d.missing, "masked": d.masked,
+            "without_reward": d.unrewarded, "pending": d.pending, "words": score.words(d),
+            "gym": [{"agent": g.agent or None, "key_metrics": g.key_metrics, "sample_count": g.sample_count,
+                     "missing_count": g.missing_count, "masked": g.masked, "evidence": _ev(g.evidence)}
+                    for g in state.gym_scores],
+            "gym_leaves_out": {"trials": routed, "file": file, "words": score.left_out_words(state)} if routed else None,
+            "gym_counts_never_ran": score.withheld_words(state) or None,
+            "gym_health_vouches": score.health_vouches(state), "gym_health_note": score.health_words(state) or None}
+
+
+def score_notes(state: RunState) -> list[str]:
+    """What Gym's own numbers leave out or count that gymwatch's do not, and what they vouch for."""
+    return [n for n in (score.left_out_words(state), score.withheld_words(state), score.health_words(state)) if n]
 
 
 def stall_json(s: Stall) -> dict:
@@ -132,7 +153,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
         "verdict": v.name, "reason": v.reason, "evidence": _ev(v.evidence),
         "related": [e.to_json() for e in v.related], "exit_code": v.exit_code,
         "counts": counts(state), "total": len(state.trials), "expected": state.expected_total,
-        "mean_reward": mean_reward(state),
+        "mean_reward": mean_reward(state), "score": score_json(state),
         "info": {"environment": info.environment or None, "agent": info.agent or None,
                  "model": info.model or None, "num_repeats": info.num_repeats,
                  "concurrency": info.concurrency, "commands": info.commands, "run_id": info.run_id or None,
@@ -282,11 +303,16 @@ def _trials_text(state: RunState) -> list[str]:
     c = counts(state)
     total = len(state.trials)
     parts = ", ".join(f"{c[k]} {k.replace('_', '-')}" for k in TRIAL_STATUSES if c[k])
-    mr = mean_reward(state)
+    d = score.denominator(state)
     unread = [u.file for u in state.unreadable.values() if u.rows]
     out = [f"trials: {total}" + (f" ({parts})" if parts else "") +
-           (f"; mean reward {mr:.3f} over {c[T_COMPLETED]} completed" if mr is not None else "") +
+           (f"; mean reward {score.words(d)}" if d.mean is not None else "") +
            (f"; unknown: {', '.join(unread)} could not be read" if unread else "")]
+    for g in state.gym_scores:
+        out.append(f"  Gym's own score ({g.evidence.file if g.evidence else 'aggregate metrics'}): "
+                   f"{clean(score.gym_score_words(g))}")
+    for note in score_notes(state):
+        out.append(f"  note: {clean(note)}")
     problems = [t for t in sorted_trials(state) if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING)]
     for t in problems[:SHOW_TRIALS]:
         key = f"task {t.task_index} rollout {t.rollout_index}" + (
@@ -338,8 +364,18 @@ def to_markdown(state: RunState, v: Optional[Verdict] = None) -> str:
                   f"{'`' + ev.where() + '`' if ev else ''} |")
     c = counts(state)
     md += ["", "| status | trials |", "|---|---|"] + [f"| {k} | {c[k]} |" for k in TRIAL_STATUSES]
-    mr = mean_reward(state)
-    md += ["", f"Mean reward over completed trials: {_fmt_reward(mr)}", ""]
+    d = score.denominator(state)
+    md += ["", f"Mean reward: {_md(score.words(d))}", ""]
+    if state.gym_scores:
+        md += ["| Gym's own score | over |", "|---|---|"]
+        for g in state.gym_scores:
+            over = "" if g.sample_count is None else f"{g.sample_count} rows" + (
+                f", {g.missing_count} missing from a repeat" if g.missing_count else "")
+            metrics = ", ".join(f"{k} {v:g}" for k, v in g.key_metrics.items())
+            md.append(f"| {_md((g.agent + ': ') if g.agent else '')}{_md(metrics)} | {over} |")
+        md.append("")
+    for note in score_notes(state):
+        md += [f"> {_md(note)}", ""]
     if state.stalls:
         md += ["| stall | in flight | waiting on |", "|---|---|---|"]
         for st in state.stalls:
@@ -415,7 +451,7 @@ class _PlainTrials:
     fraction of the cost. tests/test_report_json.py compares the two."""
 
     TEMPLATE = ('{"task_index":%d,"rollout_index":%d,"attempt_index":%s,"status":"completed","reward":%s,'
-                '"withheld_reward":null,"input_tokens":%s,"output_tokens":%s,"failure_class":null,"message":null,'
+                '"withheld_reward":null,"masked":false,"input_tokens":%s,"output_tokens":%s,"failure_class":null,"message":null,'
                 '"http_status":null,"agent":%s,"evidence":{"file":%s,"line":%d,"text":%s},"named_at":null,'
                 '"cause":null,"cause_chain":[],"attempts":[],"gym_health":null}')
 
@@ -428,7 +464,7 @@ class _PlainTrials:
         ev = t.evidence
         if (t.status != T_COMPLETED or ev is None or t.earlier is not None or t.line is not None
                 or t.named_at is not None or t.failure_class or t.message or t.http_status is not None
-                or t.withheld_reward is not None or ev.note or (self.health and t.key in self.health)):
+                or t.withheld_reward is not None or t.masked or ev.note or (self.health and t.key in self.health)):
             return None
         inp, out, att, reward = t.input_tokens, t.output_tokens, t.attempt_index, t.reward
         if type(reward) is not float and reward is not None:

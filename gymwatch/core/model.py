@@ -168,6 +168,7 @@ class Trial:
     earlier: Optional[list[Attempt]] = None  # rows of attempts before the one the status comes from
     line: Optional[Attempt] = None          # what collector lines said of its failure (attempts.py)
     row_own: Optional[tuple] = None         # the current row's own failure facts, once a line filled gaps
+    masked: bool = False                    # its row is one Gym masked (`mask_sample`): not scored
 
     @property
     def key(self) -> TrialKey:
@@ -186,6 +187,19 @@ class GymHealth:
     verdict: str
     checks: tuple[str, ...] = ()            # the checks that found something
     detail: str = ""                        # the first finding's reason, in Gym's words
+    evidence: Optional[Evidence] = None
+
+
+@dataclass(slots=True)
+class GymScore:
+    """Gym's own score of one agent, from its aggregate metrics: `key_metrics` (pass@k,
+    majority@k, mean/reward ...), and the counts Gym computed them over."""
+
+    agent: str
+    key_metrics: dict[str, float]           # numbers only, in Gym's order
+    sample_count: Optional[int] = None      # rows scored: `repeat_level_metrics`' sample_count, summed
+    missing_count: Optional[int] = None     # tasks a repeat lacked, summed (only those another repeat has)
+    masked: Optional[int] = None            # rows left out as masked (`coverage/masked_rollouts`)
     evidence: Optional[Evidence] = None
 
 
@@ -454,6 +468,7 @@ class RunState:
     reading: bool = False                         # files not yet read to their end (a budgeted poll)
     first_stamp: Optional[float] = None           # earliest / latest timestamp a read log line starts
     last_stamp: Optional[float] = None            # with (epoch; core/stamps.py says how they are read)
+    gym_scores: list[GymScore] = field(default_factory=list)   # Gym's own score, per agent (core/score.py)
     arrivals: Arrivals = field(default_factory=Arrivals)   # when results came (core/pace.py)
     stalls: list[Stall] = field(default_factory=list)      # the collection's stalls, oldest first
 
@@ -480,6 +495,11 @@ def exited_with_run(state: RunState, s: Server) -> bool:
     calls it dead (`Process X finished unexpectedly!`). It did not die: it exited with the run."""
     p = state.parent
     return s.shut_down is not None and (p.stopping is not None or p.interrupt is not None or p.finished is not None)
+
+
+def scored(t: Trial) -> bool:
+    """A trial whose reward counts: completed with one, and not masked by Gym."""
+    return t.status == T_COMPLETED and t.reward is not None and not t.masked
 
 
 def ongoing_stall(state: RunState) -> Optional[Stall]:

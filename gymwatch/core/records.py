@@ -27,6 +27,7 @@ FAILURE_STATUS_KEY = "_ng_failure_http_status"
 FAILURE_PREFIX = "_ng_failure_"
 FAILURE_TERMINAL_KEY = "_ng_failure_terminal"     # Gym's resume never retries such a failure
 AGENT_REF_KEY = "agent_ref"
+MASK_KEY = "mask_sample"       # Gym 0.7's verify field: true when the rollout must not be scored or trained on
 # Failure-row keys that may carry a human message, most specific first.
 MESSAGE_KEYS = ("_ng_failure_message", "_ng_failure_reason", "_ng_failure_error", "error",
                 "infrastructure_error", "failure_reason", "message")
@@ -48,6 +49,7 @@ class RowFacts(Struct, gc=False, array_like=True):
     message: str = ""
     http_status: Optional[int] = None
     problem: str = ""     # why this row is unusable or partly wrong (shown in the report)
+    masked: bool = False  # Gym masked it (`mask_sample`): its reward is no measurement, its score leaves it out
 
 
 class BadLine(ValueError):
@@ -114,6 +116,7 @@ def rollout_facts(raw: bytes) -> RowFacts:
         facts.problem = f"reward is {type(reward).__name__} {_short(repr(reward))}, not a number"
     if FAILURE_CLASS_KEY in obj and obj[FAILURE_CLASS_KEY]:
         _failure(obj, facts)
+    facts.masked = bool(obj.get(MASK_KEY))      # as Gym's aggregation tests it: for truth
     return facts
 
 

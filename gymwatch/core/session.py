@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-import msgspec
 
-from . import eolcount, fast, procs, records
+from . import eolcount, fast, procs, records, score
 from .fast import fork
 from .layout import BOTH, EVAL, WAITING, Listings, Refreshed, RunLayout, Stream, discover
 from .model import Evidence, RunState, parent_ended
@@ -364,15 +363,16 @@ class RunSession:
         agg = self.layout.aggregate
         if agg is None or self.state.aggregate_written or not self._from_this_run(agg):
             return
+        rel = self.layout.rel(agg)
         try:
-            _whole_json(read_head(agg))
+            scores = score.gym_scores(read_head(agg), rel)
         except OSError as exc:
             if exc.errno not in _ABSENT:
-                self.reducer.unreadable(self.layout.rel(agg), exc.strerror or str(exc))
+                self.reducer.unreadable(rel, exc.strerror or str(exc))
             return
-        except ValueError:
+        except (ValueError, RecursionError):
             return   # still being written
-        self.reducer.aggregate_done()
+        self.reducer.aggregate_done(scores)
 
     def _health_summary(self, final: bool) -> None:
         """Gym's quality_summary.json: read once it is whole (it is written in one go at the end).
@@ -507,13 +507,3 @@ def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True
     with fast.bulk_load():
         session.poll(final=not session.is_live())
     return session
-
-
-def _whole_json(data: bytes) -> None:
-    """ValueError unless `data` is one whole JSON document (msgspec, checking its syntax without
-    making its values: far faster than json on a summary's aggregate metrics; json for what msgspec
-    refuses, NaN)."""
-    try:
-        msgspec.json.decode(data, type=msgspec.Raw)
-    except msgspec.DecodeError:
-        json.loads(data)

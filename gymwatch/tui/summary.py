@@ -12,11 +12,11 @@ from typing import Optional
 from rich.text import Text
 from textual.widget import Widget
 
-from ..core import pace
+from ..core import pace, score
 from ..core.health import disagreement
 from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, RunState, ongoing_stall
 from ..core.sanitize import clean
-from ..core.verdict import Verdict, counts, mean_reward
+from ..core.verdict import Verdict, counts
 from .fmt import STALLED_LOOK, STATUS_LOOK, VERDICT_LOOK, duration, plain
 
 COUNT_ORDER = (T_COMPLETED, T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING)
@@ -92,10 +92,15 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
             label, style, _ = STATUS_LOOK[k]
             t.gap()
             t.append(f"{label.split()[0]}{c[k]}", style=style)
-    mr = mean_reward(state)
-    if mr is not None:
+    d = score.denominator(state)
+    if d.mean is not None:      # over how many of how many (core/score.py)
         t.gap()
-        t.append(f"mean reward {mr:.3f}")
+        t.append(f"mean reward {d.mean:.3f} over {d.scored}/{d.out_of}")
+    gym = next((g for g in state.gym_scores if "mean/reward" in g.key_metrics), None)
+    if gym is not None:         # Gym's own, beside it, with the rows it was computed over
+        t.gap()
+        over = f" over {gym.sample_count}" if gym.sample_count is not None else ""
+        t.append(f"Gym mean {gym.key_metrics['mean/reward']:.3f}{over}", style="dim")
     past = [st for st in state.stalls if st.how]
     if past:      # the run keeps its stalls: the last one, and how many more
         t.gap()
@@ -108,6 +113,8 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
         odd = sum(1 for tr in state.trials.values() if disagreement(tr.status, state.health.get(tr.key)))
         if odd:
             t.append(f" ≠{odd}", style="bold yellow")
+        if not score.health_vouches(state):      # mostly unobserved: `gymwatch report` says how to observe
+            t.append(" vouches for nothing", style="dim")
     return t
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .. import records
-from ..model import Evidence, RunInfo, RunState, Server
+from ..model import Evidence, GymScore, RunInfo, RunState, Server
 from .facts import Facts
 from .rows import Rows
 from .servers import ServerLines
@@ -150,8 +150,10 @@ class Reducer:
     def collection_began(self) -> None:
         self._rows.collection_began()
 
-    def aggregate_done(self) -> None:
-        self._rows.aggregate_done()
+    def aggregate_done(self, scores: Optional[list[GymScore]] = None) -> None:
+        """Gym's aggregate metrics file is whole (the collection finished); `scores`: its entries
+        (core/score.py)."""
+        self._rows.aggregate_done(scores or [])
 
     # --- what the session learns beside the files' lines -----------------------------------
     def run_info(self, info: RunInfo) -> None:

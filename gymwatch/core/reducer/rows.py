@@ -8,7 +8,7 @@ from typing import Optional
 
 from .. import attempts, health
 from ..model import (
-    SRC_FAILURE_ROW, SRC_ROW, T_COMPLETED, T_FAILED, T_NEVER_RAN, Attempt, Evidence, Trial, TrialKey,
+    SRC_FAILURE_ROW, SRC_ROW, T_COMPLETED, T_FAILED, T_NEVER_RAN, Attempt, Evidence, GymScore, Trial, TrialKey,
 )
 from ..records import BadLine, Row, RowFacts
 from .writer import Part
@@ -56,7 +56,8 @@ class Rows(Part):
                                     withheld_reward=facts.reward if status == T_NEVER_RAN else None,
                                     input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
                                     failure_class=facts.failure_class, message=facts.message,
-                                    http_status=facts.http_status, agent=facts.agent, evidence=ev, source=source)
+                                    http_status=facts.http_status, agent=facts.agent, evidence=ev, source=source,
+                                    masked=facts.masked)
             elif t.source < SRC_FAILURE_ROW and t.line is None:
                 attempts.first_row(t, status, facts, ev, source)
             else:
@@ -156,8 +157,9 @@ class Rows(Part):
             self.state.collector.started = True
             self.changes.run = True
 
-    def aggregate_done(self) -> None:
-        """The aggregate metrics file is whole: the collection finished."""
+    def aggregate_done(self, scores: list[GymScore]) -> None:
+        """The aggregate metrics file is whole: the collection finished; Gym's own score in it."""
         if not self.state.aggregate_written:
             self.state.aggregate_written = True
+            self.state.gym_scores = scores
             self.changes.run = True
