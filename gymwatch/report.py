@@ -15,7 +15,7 @@ from .core.model import (
     Evidence, GymHealth, Retrying, RunState, Server, Stall, Trial,
 )
 from .core.sanitize import clean
-from .core.verdict import Verdict, counts, mean_reward, verdict
+from .core.verdict import Verdict, counts, verdict
 
 SHOW_TRIALS = 50   # text/markdown list at most this many problem trials; JSON lists all
 JSON_CHUNK = 2000  # trials serialised per piece
@@ -89,21 +89,21 @@ def score_json(state: RunState) -> dict:
     """What the score is worth: its denominator, Gym's own score beside it, what Gym's score leaves
     out and whether Gym's health verdict vouches for anything."""
     d = score.denominator(state)
-    routed, file = score.routed_failures(state)
     return {"mean_reward": d.mean, "expected": d.expected, "scored": d.scored, "not_scored": d.not_scored,
             "failed": d.failed, "never_ran": d.never_ran, "missing": d.missing, "masked": d.masked,
             "without_reward": d.unrewarded, "pending": d.pending, "words": score.words(d),
             "gym": [{"agent": g.agent or None, "key_metrics": g.key_metrics, "sample_count": g.sample_count,
                      "missing_count": g.missing_count, "masked": g.masked, "evidence": _ev(g.evidence)}
                     for g in state.gym_scores],
-            "gym_leaves_out": {"trials": routed, "file": file, "words": score.left_out_words(state)} if routed else None,
-            "gym_counts_never_ran": score.withheld_words(state) or None,
+            "gym_leaves_out": {"trials": d.routed, "file": d.routed_file, "words": score.left_out_words(state, d)}
+            if d.routed else None,
+            "gym_counts_never_ran": score.withheld_words(state, d) or None,
             "gym_health_vouches": score.health_vouches(state), "gym_health_note": score.health_words(state) or None}
 
 
-def score_notes(state: RunState) -> list[str]:
+def score_notes(state: RunState, d: score.Denominator) -> list[str]:
     """What Gym's own numbers leave out or count that gymwatch's do not, and what they vouch for."""
-    return [n for n in (score.left_out_words(state), score.withheld_words(state), score.health_words(state)) if n]
+    return [n for n in (score.left_out_words(state, d), score.withheld_words(state, d), score.health_words(state)) if n]
 
 
 def stall_json(s: Stall) -> dict:
@@ -148,12 +148,13 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
     v = v or verdict(state)
     c, p, info = state.collector, state.parent, state.info
     version, basis = gymversion.version(state)
+    worth = score_json(state)
     return {
         "gymwatch_version": __version__, "root": state.root, "kind": state.kind,
         "verdict": v.name, "reason": v.reason, "evidence": _ev(v.evidence),
         "related": [e.to_json() for e in v.related], "exit_code": v.exit_code,
         "counts": counts(state), "total": len(state.trials), "expected": state.expected_total,
-        "mean_reward": mean_reward(state), "score": score_json(state),
+        "mean_reward": worth["mean_reward"], "score": worth,
         "info": {"environment": info.environment or None, "agent": info.agent or None,
                  "model": info.model or None, "num_repeats": info.num_repeats,
                  "concurrency": info.concurrency, "commands": info.commands, "run_id": info.run_id or None,
@@ -311,7 +312,7 @@ def _trials_text(state: RunState) -> list[str]:
     for g in state.gym_scores:
         out.append(f"  Gym's own score ({g.evidence.file if g.evidence else 'aggregate metrics'}): "
                    f"{clean(score.gym_score_words(g))}")
-    for note in score_notes(state):
+    for note in score_notes(state, d):
         out.append(f"  note: {clean(note)}")
     problems = [t for t in sorted_trials(state) if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING)]
     for t in problems[:SHOW_TRIALS]:
@@ -374,7 +375,7 @@ def to_markdown(state: RunState, v: Optional[Verdict] = None) -> str:
             metrics = ", ".join(f"{k} {v:g}" for k, v in g.key_metrics.items())
             md.append(f"| {_md((g.agent + ': ') if g.agent else '')}{_md(metrics)} | {over} |")
         md.append("")
-    for note in score_notes(state):
+    for note in score_notes(state, d):
         md += [f"> {_md(note)}", ""]
     if state.stalls:
         md += ["| stall | in flight | waiting on |", "|---|---|---|"]

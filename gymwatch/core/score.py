@@ -41,6 +41,9 @@ class Denominator:
     missing: int
     pending: int
     mean: Optional[float]
+    routed: int = 0             # failed or never ran by a row of the failures sidecar (Gym's score leaves them out)
+    routed_file: str = ""       # ... that file
+    counted_by_gym: int = 0     # never ran by a row of the rollouts file, with a recorded reward (Gym counts it)
 
     @property
     def out_of(self) -> int:
@@ -52,20 +55,30 @@ class Denominator:
 
 
 def denominator(state: RunState) -> Denominator:
+    """One pass over the trials (a report's head is made of a few such: 100k trials each)."""
     n = {T_FAILED: 0, T_NEVER_RAN: 0, T_MISSING: 0, T_PENDING: 0}
     rewards: list[float] = []
-    masked = unrewarded = 0
+    masked = unrewarded = routed = counted = 0
+    files: set[str] = set()
     for t in state.trials.values():
         if scored(t):
             rewards.append(t.reward)     # type: ignore[arg-type]  # scored: it has one
-        elif t.status == T_COMPLETED:
+            continue
+        if t.status == T_COMPLETED:
             masked += t.masked
             unrewarded += not t.masked
-        else:
-            n[t.status] += 1
+            continue
+        n[t.status] += 1
+        if t.source == SRC_FAILURE_ROW and t.status in (T_FAILED, T_NEVER_RAN):
+            routed += 1
+            if t.evidence is not None:
+                files.add(t.evidence.file)
+        elif t.status == T_NEVER_RAN and t.withheld_reward is not None:
+            counted += 1
     mean = sum(rewards) / len(rewards) if rewards else None
     return Denominator(state.expected_total, len(state.trials), len(rewards), masked, unrewarded,
-                       n[T_FAILED], n[T_NEVER_RAN], n[T_MISSING], n[T_PENDING], mean)
+                       n[T_FAILED], n[T_NEVER_RAN], n[T_MISSING], n[T_PENDING], mean,
+                       routed, min(files) if files else "", counted)
 
 
 def words(d: Denominator) -> str:
@@ -175,26 +188,26 @@ def gym_score_words(g: GymScore, limit: int = 6) -> str:
 
 
 # --- what Gym's numbers leave out, and what they vouch for -------------------------------------
-def routed_failures(state: RunState) -> tuple[int, str]:
-    """Trials whose failure Gym routed to the failures sidecar (their status comes from a row
-    there), and that file: Gym's own score, computed from the rollouts file alone, leaves them out."""
-    routed = [t for t in state.trials.values()
-              if t.source == SRC_FAILURE_ROW and t.status in (T_FAILED, T_NEVER_RAN)]
-    files = sorted({t.evidence.file for t in routed if t.evidence is not None})
-    return len(routed), files[0] if files else ""
-
-
-def left_out_words(state: RunState) -> str:
-    """'' unless Gym's score leaves out trials whose failures it routed to the sidecar."""
-    n, file = routed_failures(state)
-    if not n:
+def left_out_words(state: RunState, d: Denominator) -> str:
+    """'' unless Gym's score leaves out trials whose failures it routed to the sidecar: it is
+    computed from the rollouts file alone."""
+    if not d.routed:
         return ""
-    d = denominator(state)
     rows = sum(g.sample_count for g in state.gym_scores if g.sample_count is not None)
     over = f" (its counts: {rows} rows)" if state.gym_scores and rows else ""
-    return (f"Gym's own score leaves out the {n} trial{'s' if n != 1 else ''} whose failure{'s' if n != 1 else ''} "
-            f"it routed to {file}: it is over the rows that came back{over}, not the {d.out_of} "
+    s = "s" if d.routed != 1 else ""
+    return (f"Gym's own score leaves out the {d.routed} trial{s} whose failure{s} it routed to {d.routed_file}: "
+            f"it is over the rows that came back{over}, not the {d.out_of} "
             f"{'expected' if d.expected is not None else 'trials'}")
+
+
+def withheld_words(state: RunState, d: Denominator) -> str:
+    """'' unless Gym's score counts trials that never ran, with the reward recorded for them."""
+    if not state.gym_scores or not d.counted_by_gym:
+        return ""
+    n = d.counted_by_gym
+    return (f"Gym's own score counts the {n} trial{'s' if n != 1 else ''} that never ran, with the reward "
+            "recorded for them; gymwatch's mean withholds them")
 
 
 def health_vouches(state: RunState) -> bool:
@@ -213,14 +226,3 @@ def health_words(state: RunState) -> str:
             "trials; to turn Gym's observability on, run with +observability_enabled=true (and "
             "+model_call_capture_dir=<dir> for its checks of model calls)")
 
-
-def withheld_words(state: RunState) -> str:
-    """'' unless Gym's score counts trials that never ran, with the reward recorded for them."""
-    if not state.gym_scores:
-        return ""
-    n = sum(1 for t in state.trials.values()
-            if t.status == T_NEVER_RAN and t.withheld_reward is not None and t.source != SRC_FAILURE_ROW)
-    if not n:
-        return ""
-    return (f"Gym's own score counts the {n} trial{'s' if n != 1 else ''} that never ran, with the reward "
-            "recorded for them; gymwatch's mean withholds them")
