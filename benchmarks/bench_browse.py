@@ -105,7 +105,7 @@ async def screen_listing(root: Path, n: int) -> float:
     t = time.perf_counter()
     app = BrowseApp(BrowseState([str(root)]))
     async with app.run_test(size=(160, 40)) as pilot:
-        while not (isinstance(app.screen, BrowseScreen) and app.screen.st.scanned):
+        while not (isinstance(app.screen, BrowseScreen) and app.screen.listing.scanned):
             await pilot.pause(0.01)
         took = time.perf_counter() - t
         assert app.screen.table.row_count == n

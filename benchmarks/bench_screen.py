@@ -54,7 +54,7 @@ async def child_app(path: str, timeout: float) -> dict:
     t0 = time.perf_counter()
     app = _gym_app(path)
     async with app.run_test(headless=True, size=SIZE) as pilot:
-        ok = await _until(pilot, lambda: app.started, timeout)
+        ok = await _until(pilot, lambda: app.run_shown, timeout)
         t = time.perf_counter() - t0
         # A big run is read over several polls after the first paint (each has a time budget):
         # memory is taken once every row is read and in the table.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any, Iterator, Optional, TextIO
 
 from pydantic_core import to_json as to_json_bytes
@@ -14,6 +15,7 @@ from .core.model import (
     STALL_ON, EndpointWait,
     Evidence, GymHealth, Retrying, RunState, Server, Stall, Trial,
 )
+from .core.fast import fork
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, verdict
 
@@ -434,15 +436,55 @@ def json_tail(extra: Optional[dict[str, Any]] = None) -> str:
     return "\n  ],\n  " + text.strip()[1:-1].strip() + "\n}\n"     # its keys, indented as the report's
 
 
+SPLIT_MIN = 20_000   # trials worth a second process for the JSON report (core/fast/fork.py)
+SPLIT_SHARE = 15 / 32  # of the trials the child writes: its share costs more (it faults on their pages first)
+
+
 def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None,
                extra: Optional[dict[str, Any]] = None) -> None:
-    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text, a piece at a time
-    (`extra`: keys after the trials)."""
+    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text (`extra`: keys
+    after the trials). With many trials, a process that may fork (`gymwatch report`: no threads,
+    the model frozen) and `out` a real file, a forked child writes the back part of the trials
+    while this process writes the rest (core/fast/fork.py); if it fails, its part is written here."""
     trials = sorted_trials(state)
-    out.write(_json_head(state, v, retry_input))
-    for piece in _json_trials(state, trials, 0, len(trials)):
-        out.write(piece)
-    out.write(json_tail(extra))
+    head = _json_head(state, v, retry_input)    # before the fork: after it, a pass over every trial faults on
+    n = len(trials)                # each page of them (copy-on-write of the reference counts)
+    cut = n - int(n * SPLIT_SHARE)
+    child = _writer(state, trials, cut, n, out) if n >= SPLIT_MIN else None
+    try:
+        out.write(head)
+        for piece in _json_trials(state, trials, 0, cut if child else n):
+            out.write(piece)
+        if child is not None and not child.pour(out):
+            for piece in _json_trials(state, trials, cut, n):
+                out.write(piece)
+        out.write(json_tail(extra))
+    finally:
+        if child is not None:
+            child.close()
+
+
+def _writer(state: RunState, trials: list[Trial], lo: int, hi: int, out: TextIO) -> Optional[fork.Child]:
+    """A forked child writing trials[lo:hi]'s text, encoded as `out` encodes it; None where that
+    cannot be."""
+    if not fork.can_fork("fork:json"):
+        return None
+    try:
+        out.fileno()
+    except (AttributeError, OSError, ValueError):     # io.UnsupportedOperation is both
+        return None
+    out.flush()
+
+    def work(raw) -> None:
+        text = io.TextIOWrapper(raw, encoding=out.encoding, errors=out.errors)
+        for piece in _json_trials(state, trials, lo, hi):
+            text.write(piece)
+        text.flush()
+        text.detach()
+    try:
+        return fork.Child(work)
+    except OSError:
+        return None
 
 
 class _PlainTrials:

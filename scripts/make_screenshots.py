@@ -34,7 +34,7 @@ STALLED = [1.0, 20.0, 22.3, 25.8, 27.3, 29.1, 60.0, 96.0, 130.0]
 async def shoot(app, out: Path, keys: tuple[str, ...] = (), size: tuple[int, int] = SIZE) -> None:
     async with app.run_test(size=size) as pilot:
         view = app.pane.view
-        settled = lambda: app.started and view_settled(app) and (  # noqa: E731
+        settled = lambda: app.run_shown and view_settled(app) and (  # noqa: E731
             not view.follow or view.scroll_y >= view.max_scroll_y)
         await wait_for(pilot, settled)
         for key in keys:

@@ -637,7 +637,7 @@ def test_cli_rejects_a_missing_root(tmp_path, capsys):
 
 async def wait_scanned(pilot, app):
     for _ in range(250):
-        if isinstance(app.screen, BrowseScreen) and app.screen.st.scanned:
+        if isinstance(app.screen, BrowseScreen) and app.screen.listing.scanned:
             return
         await pilot.pause(0.02)
     raise AssertionError("scan did not finish")
@@ -651,27 +651,25 @@ async def test_browser_sort_filter_open(tmp_path, monkeypatch):
         screen = app.screen
         assert screen.table.row_count == len(CASE_NAMES)
         await pilot.press("s")                                          # sort by the next column
-        assert screen.st.sort == "completed"
+        assert screen.listing.sort == "completed"
         await pilot.press("v")                                          # any problem: all but ok
-        assert screen.st.verdict == "problem" and screen.table.row_count == len(CASE_NAMES) - 2
+        assert screen.listing.verdict == "problem" and screen.table.row_count == len(CASE_NAMES) - 2
         assert all(r["verdict"] != "ok" for r in screen.shown)
         await pilot.press("v")                                          # then the first verdict present
-        assert screen.st.verdict == "startup_failed" and screen.table.row_count == 1
+        assert screen.listing.verdict == "startup_failed" and screen.table.row_count == 1
         await pilot.press("escape")
-        assert screen.st.verdict is None and screen.table.row_count == len(CASE_NAMES)
+        assert screen.listing.verdict is None and screen.table.row_count == len(CASE_NAMES)
         await pilot.press("slash", *"never", "enter")
         assert screen.table.row_count == 1 and screen.shown[0]["verdict"] == "some_never_ran"
-        monkeypatch.setattr("gymwatch.browse.screen.live_app_available", lambda: False)
-        await pilot.press("enter")                                      # no live app: the detail screen
+        await pilot.press("d")                                          # the read-only detail screen
         await pilot.pause()
         assert isinstance(app.screen, RunDetail)
         await pilot.press("escape")
         assert app.screen is screen
-        monkeypatch.setattr("gymwatch.browse.screen.live_app_available", lambda: True)
         await pilot.press("enter")                                      # the live app: exit with the path
         await pilot.pause()
     assert app.return_value == str(root / "exp1" / "some_never_ran")
-    assert app.st.cursor_path == app.return_value                      # the list comes back there
+    assert app.listing.cursor_path == app.return_value                      # the list comes back there
 
 
 async def test_detail_screen_shows_report_and_logs(tmp_path):
@@ -761,10 +759,10 @@ async def test_browser_columns_sorts_both_ways_and_keys(tmp_path):
         await pilot.press("home")
         assert screen.table.cursor_row == 0
         for key in [k for k, _ in COLUMNS]:                               # every column, both ways
-            screen.st.sort, screen.st.reverse = key, False
+            screen.listing.sort, screen.listing.reverse = key, False
             screen.resort()
             down = [r["path"] for r in screen.shown]
-            screen.st.reverse = True
+            screen.listing.reverse = True
             screen.resort()
             up = [r["path"] for r in screen.shown]
             table_order = [str(r.key.value) for r in screen.table.ordered_rows]
@@ -772,10 +770,10 @@ async def test_browser_columns_sorts_both_ways_and_keys(tmp_path):
             known = [r for r in screen.shown if sort_value(r, key)[0] is not None]
             if len({sort_value(r, key) for r in known}) == len(known) == len(CASE_NAMES):
                 assert up == down[::-1], key
-        screen.st.sort, screen.st.reverse = "missing", False
+        screen.listing.sort, screen.listing.reverse = "missing", False
         screen.resort()
         assert screen.shown[0]["trials"]["missing"] == 6
-        screen.st.reverse = True
+        screen.listing.reverse = True
         screen.resort()
         assert screen.shown[-1]["trials"]["missing"] == 6
         await pilot.resize_terminal(200, 20)
@@ -836,13 +834,13 @@ async def test_every_sorted_column_shows_its_arrow_and_s_cycles_them_all(tmp_pat
         for _ in COLUMNS:
             await pilot.press("s")
             await pilot.pause()
-            seen.append(screen.st.sort)
+            seen.append(screen.listing.sort)
             header = screen.table.render_line(0).text
-            assert header.count("▼") == 1 and f"{labels[screen.st.sort]} ▼" in header, screen.st.sort
+            assert header.count("▼") == 1 and f"{labels[screen.listing.sort]} ▼" in header, screen.listing.sort
             await pilot.press("S")
             await pilot.pause()
             header = screen.table.render_line(0).text
-            assert "▼" not in header and f"{labels[screen.st.sort]} ▲" in header, screen.st.sort
+            assert "▼" not in header and f"{labels[screen.listing.sort]} ▲" in header, screen.listing.sort
         assert sorted(seen) == sorted(k for k, _ in COLUMNS)          # s visits every column
 
 
@@ -946,7 +944,7 @@ async def test_compare_two_marked_runs_and_open_a_changed_trial(tmp_path):
         screen = app.screen
         await pilot.press("slash", *"mixed_ok", "enter", "m")
         await pilot.press("escape", "slash", *"some_never", "enter", "space")
-        assert [Path(p).name for p in screen.st.marked] == ["mixed_ok", "some_never_ran"]
+        assert [Path(p).name for p in screen.listing.marked] == ["mixed_ok", "some_never_ran"]
         await pilot.press("escape", "c")
         cmp = app.screen
         assert isinstance(cmp, CompareScreen)
@@ -1160,7 +1158,7 @@ async def test_the_title_names_the_sort_as_the_header_does(tmp_path):
             await pilot.press("s")
             await pilot.pause()
             header = screen.table.render_line(0).text
-            label = labels[screen.st.sort]
+            label = labels[screen.listing.sort]
             assert f"sort: {label}" in title() and f"{label} ▼" in header, (title(), header)
         assert labels["completed"] == "completed"       # the trials' status, as the live screen and report say
 

@@ -98,11 +98,12 @@ def test_a_helper_that_fails_is_made_up_for(tmp_path, monkeypatch, how):
     root = make(tmp_path / "run", [3, 9], "", False)
     real = fork.Child
 
-    def broken_work(*a):
+    def broken_work(out):
         if how == "raises":
             raise RuntimeError("boom")
         if how == "garbage":
-            return b"\xc1 not msgpack"
+            out.write(b"\xc1 not msgpack")
+            return
         os.kill(os.getpid(), 9)
 
     monkeypatch.setattr(fork, "Child", lambda work, nice=False: real(broken_work, nice))
@@ -115,3 +116,35 @@ def test_no_helper_without_leave(tmp_path, monkeypatch):
     monkeypatch.setattr(session, "ROWS_CHILD_MIN", 0)
     monkeypatch.setattr(session, "KEYS_CHILD_MIN", 0)
     read_run(str(root), check_processes=False, helpers=False)
+
+
+def _written(state, tmp_path: Path) -> str:
+    from gymwatch import report
+    from gymwatch.core.verdict import verdict
+
+    out = tmp_path / "report.json"
+    with open(out, "w", encoding="utf-8") as fh:
+        report.write_json(state, verdict(state), fh, extra={"ray": {"x": 1}})
+    return out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("child", ["writes", "fails"])
+def test_the_json_reports_forked_part_is_the_text_written_here(tmp_path, monkeypatch, child):
+    from gymwatch import report
+    from gymwatch.core.verdict import verdict
+
+    monkeypatch.setattr(report, "SPLIT_MIN", 1)
+    monkeypatch.setattr(fork, "usable_cpus", lambda: 2)
+    forks = []
+    real = fork.Child
+
+    def spy(work, nice=False):
+        forks.append(1)
+        return real(work if child == "writes" else (lambda out: os.kill(os.getpid(), 9)), nice)
+    monkeypatch.setattr(fork, "Child", spy)
+    for run in RUNS:
+        state = read_run(str(run), check_processes=False).state
+        want = "".join(report.iter_json(state, verdict(state)))
+        want = want[:-len(report.JSON_TAIL)] + report.json_tail({"ray": {"x": 1}})
+        assert _written(state, tmp_path) == want, run
+    assert len(forks) == len(RUNS)

@@ -116,7 +116,7 @@ async def test_the_demos_merged_log_is_in_the_order_gym_received_the_lines(demo)
         assert line in stdout                       # tee: the log's lines are Gym's stdout's too
     app = fixture_app(run_dir)
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await settle(pilot, lambda: app.started)
+        assert await settle(pilot, lambda: app.run_shown)
         app.board.focus()
         await pilot.press("m")
         view = app.pane.view

@@ -29,7 +29,7 @@ def summary_plain(app: GymwatchApp) -> str:
 async def test_finished_run_shows_verdict_servers_and_trials():
     app = fixture_app("some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         assert await wait_for(pilot, lambda: app.trials.row_count == 10)
         text = summary_plain(app)
         assert "SOME TRIALS NEVER RAN" in text and "3/3 ready" in text and "trials 10/10" in text
@@ -43,7 +43,7 @@ async def test_finished_run_shows_verdict_servers_and_trials():
 async def test_filter_and_sort_keys():
     app = fixture_app("some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         app.trials.focus()
         await pilot.press("v")                      # all -> failed
         assert app.trials.filter_by == "failed" and app.trials.row_count == 0
@@ -64,7 +64,7 @@ async def test_filter_and_sort_keys():
 async def test_next_failure_opens_the_evidence_row():
     app = fixture_app("some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         await pilot.press("right_square_bracket")
         t = app.trials.trial_at_cursor()
         assert t is not None and t.key == (1, 0) and t.status == "never_ran"
@@ -79,7 +79,7 @@ async def test_next_failure_opens_the_evidence_row():
 async def test_enter_on_failed_server_shows_the_evidence_line():
     app = fixture_app("startup_failed")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         assert "STARTUP FAILED" in summary_plain(app)
         app.board.focus()
         app.board.select("policy_model")
@@ -98,7 +98,7 @@ def why(app: GymwatchApp, server: str) -> str:
 async def test_startup_failed_opens_the_failure_at_once():
     app = fixture_app("startup_failed")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         assert await wait_for(pilot, lambda: app.pane.rel == "logs/policy_model.log")
         assert app.board.server_at_cursor() == "policy_model"
 
@@ -110,7 +110,7 @@ async def test_updates_are_incremental(tmp_path: Path, monkeypatch, clock):
     (run / "rollouts_aggregate_metrics.json").unlink()
     app = fixture_app(run, clock)
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         assert await wait_for(pilot, lambda: app.trials.row_count == 10)
         calls = {"rebuild": 0}
         orig = app.trials.rebuild
@@ -155,7 +155,7 @@ async def test_waits_for_an_empty_dir_to_become_a_run(tmp_path: Path, clock):
 async def test_help_and_palette(tmp_path: Path):
     app = fixture_app("some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         await pilot.press("question_mark")
         assert await wait_for(pilot, lambda: type(app.screen).__name__ == "HelpScreen")
         await pilot.press("escape")
@@ -172,7 +172,7 @@ async def test_help_and_palette(tmp_path: Path):
 async def test_quit_key_exits():
     app = fixture_app("mixed_ok")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         await pilot.press("q")
         assert await wait_for(pilot, lambda: not app.is_running)
     assert app.return_code in (0, None)
@@ -185,11 +185,11 @@ async def test_untrusted_text_renders_literally(tmp_path: Path, clock):
         fh.write(evil)
     app = fixture_app(run, clock)
     async with app.run_test(size=(220, 40)) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         last = cell(app.board, "policy_model", "last").plain
         assert "[b]bold[/] [@click=app.quit]click[/] red end" in last
         assert "\x1b" not in last
-        app.open_server_log("policy_model")
+        app.main.navigator.open_server_log("policy_model")
         app.pane.show(app.live.root / "logs/policy_model.log", "logs/policy_model.log", 12)
         assert await wait_for(pilot, lambda: view_settled(app))
         screen_text = "\n".join(strip_text(app.pane.view.render_line(y))
@@ -211,7 +211,7 @@ async def test_log_follow_pauses_and_counts_new_lines(tmp_path: Path, clock):
         fh.writelines(f"(mcqa) filler {i}\n" for i in range(200))
     app = fixture_app(run, clock)
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         app.pane.show(log, "logs/mcqa.log")
         view = app.pane.view
         ok = await wait_for(pilot, lambda: view_settled(app) and view.scroll_y >= view.max_scroll_y > 0)
@@ -232,7 +232,7 @@ async def test_log_follow_pauses_and_counts_new_lines(tmp_path: Path, clock):
 async def test_mouse_click_on_a_server_shows_its_log():
     app = fixture_app("mixed_ok")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         assert app.pane.rel == "logs/mcqa.log"
         row = app.board.get_row_index("policy_model")
         await pilot.click(app.board, offset=(3, row + 1))      # +1: the header row (the border is its pane's)
@@ -257,7 +257,7 @@ async def test_a_failing_watcher_is_reported_and_the_tick_keeps_polling(clock):
 async def test_evidence_line_is_on_screen():
     app = fixture_app("aborted_500")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         await pilot.press("right_square_bracket")            # a missing trial: the collector's error
         assert app.pane.rel == "gym_eval_run.stderr.log" and app.pane.line == 57
         view = app.pane.view
@@ -268,8 +268,8 @@ async def test_evidence_line_is_on_screen():
 async def test_verdict_evidence_and_follow_keys():
     app = fixture_app("startup_failed")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
-        app.open_server_log("mcqa")
+        assert await wait_for(pilot, lambda: app.run_shown)
+        app.main.navigator.open_server_log("mcqa")
         assert app.pane.rel == "logs/mcqa.log" and app.pane.view.follow
         await pilot.press("exclamation_mark")
         assert app.pane.rel == "logs/policy_model.log" and app.pane.line == 9
@@ -282,7 +282,7 @@ async def test_verdict_evidence_and_follow_keys():
 async def test_clicking_a_column_header_sorts():
     app = fixture_app("some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         x = sum(len(label) + 2 for _, label in COLUMNS[:3]) + 3     # inside "Status"
         await pilot.click(app.trials, offset=(x, 1))                 # the header row, below the border
         assert await wait_for(pilot, lambda: app.trials.sort_by == "status")
@@ -292,7 +292,7 @@ async def test_clicking_a_column_header_sorts():
 async def test_bindings_can_be_remapped():
     app = fixture_app("some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         app.set_keymap({"gymwatch.next-failure": "x"})
         await pilot.press("x")
         assert app.trials.trial_at_cursor().key == (1, 0) and app.focused is app.trials
@@ -326,7 +326,7 @@ async def test_a_huge_log_is_read_over_several_polls_with_the_screen_up(tmp_path
 async def test_all_logs_merged_and_back_to_one():
     app = fixture_app("mixed_ok")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         app.board.focus()
         await pilot.press("m")
         view = app.pane.view
@@ -345,7 +345,7 @@ async def test_all_logs_merged_in_the_order_gym_received_them():
     lines (not file by file), and the pane says what the order comes from."""
     app = fixture_app(CASES07 / "g07_run_failures_sidecar")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         app.board.focus()
         await pilot.press("m")
         view = app.pane.view
@@ -360,7 +360,7 @@ async def test_all_logs_merged_in_the_order_gym_received_them():
 async def test_all_logs_of_a_bundle_is_its_merged_output():
     app = fixture_app("evaluator_bundle")
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         await pilot.press("m")
         assert app.pane.merged and all("gym_env" in r for r in app.pane.merged)
 
@@ -376,7 +376,7 @@ async def test_the_chosen_server_log_opens_once_it_has_output(tmp_path: Path, cl
     out.write_bytes(b"".join(lines[:8]))             # up to the list of servers to wait for
     app = fixture_app(run, clock)
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started and app.board.row_count == 3)
+        assert await wait_for(pilot, lambda: app.run_shown and app.board.row_count == 3)
         assert app.pane.rel == "" and "no output yet" in app.pane.border_title
         out.write_bytes(b"".join(lines))
         app.hints.put_nowait("stdout")
@@ -416,7 +416,7 @@ async def test_l_on_a_server_or_a_trial_opens_its_log():
         if isinstance(m, (ReadinessBoard.LogRequested, TrialsTable.CauseRequested)) and m not in asked:
             asked.append(m)
     async with app.run_test(size=SIZE, message_hook=hook) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         app.board.focus()
         app.board.select("policy_model")
         await pilot.press("l")
@@ -429,3 +429,25 @@ async def test_l_on_a_server_or_a_trial_opens_its_log():
         assert await wait_for(pilot, lambda: app.pane.rel == cause.file and app.pane.line == cause.line)
         assert type(asked[-1]).__name__ == "CauseRequested" and asked[-1].trial.key == (1, 0)
         assert asked[-1].control is app.trials
+
+
+async def test_the_earlier_names_of_the_screen_still_drive_it():
+    """Scripts and tests written against earlier versions call `started`, `apply`,
+    `open_server_log` and `open_trial_card` on the app: they still do what they did."""
+    from gymwatch.core.model import T_FAILED
+    from gymwatch.core.reducer import Changes
+    from tuihelpers import fixture_app, wait_for
+
+    app = fixture_app(CASES / "aborted_500")
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert await wait_for(pilot, lambda: app.started)
+        assert app.started is app.run_shown is True
+        app.apply(Changes(reset=True))
+        app.open_server_log("policy_model", force=True)
+        assert await wait_for(pilot, lambda: (app.pane.rel or "").endswith("policy_model.log"))
+        t = next(t for t in app.live.state.trials.values() if t.status != T_FAILED)
+        app.open_trial_card(t)
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "TrialCard"
+                              and bool(app.screen.query("#card-lines")))
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: app.screen is app.main)

@@ -15,7 +15,7 @@ SIZE = (120, 36)
 
 
 async def settled(pilot) -> None:
-    assert await wait_for(pilot, lambda: pilot.app.started and view_settled(pilot.app))
+    assert await wait_for(pilot, lambda: pilot.app.run_shown and view_settled(pilot.app))
 
 
 async def open_card(pilot, key) -> TrialCard:
@@ -115,7 +115,7 @@ async def test_a_server_without_its_own_log_shows_its_stdout_and_stderr_together
     app = fixture_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
-        app.open_server_log("mcqa", force=True)
+        app.main.navigator.open_server_log("mcqa", force=True)
         view = app.pane.view
         assert await wait_for(pilot, lambda: view.row_count == 4 and view_settled(app))
         assert app.pane.merged == ["gym_env_start.stderr.log", "gym_env_start.stdout.log"]
@@ -171,14 +171,14 @@ async def test_q_typed_ahead_of_the_card_closes_it_and_the_screen_goes_on():
     app = fixture_app(CASES / "some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
-        app.open_trial_card(app.live.state.trials[(1, 0)])
+        app.main.navigator.open_trial_card(app.live.state.trials[(1, 0)])
         card = app.screen
         assert isinstance(card, TrialCard) and not card.is_mounted
         card.action_close()                       # q, handled before the card's Mount
         await pilot.pause()
         assert not isinstance(app.screen, TrialCard) and app.return_code is None
         await pilot.press("]")                    # the screen still answers
-        assert await wait_for(pilot, lambda: app._fail_idx == 0)
+        assert await wait_for(pilot, lambda: app.main.navigator.failure_index == 0)
 
 
 async def test_quitting_while_a_card_opens_quits_cleanly():
@@ -187,7 +187,7 @@ async def test_quitting_while_a_card_opens_quits_cleanly():
     app = fixture_app(CASES / "some_never_ran")
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
-        app.open_trial_card(app.live.state.trials[(1, 0)])
+        app.main.navigator.open_trial_card(app.live.state.trials[(1, 0)])
         app.exit()
         await pilot.pause()
     assert app.return_code == 0

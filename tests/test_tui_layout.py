@@ -22,9 +22,8 @@ from test_tui_app import summary_plain
 from gymwatch.core.verdict import verdict
 from gymwatch.tui.card import TrialCard
 from gymwatch.tui.helpscreen import HelpScreen, help_rows
-from gymwatch.tui.layout import (
-    CARD, PHASE_MIN, SERVER_CAP, all_bindings, board_rows, fit_board, fit_columns, trials_width,
-)
+from gymwatch.tui.geometry import PHASE_MIN, SERVER_CAP, board_rows, fit_board, fit_columns, trials_width
+from gymwatch.tui.keymap import CARD, all_bindings
 from tuihelpers import fixture_app, make_app, staged_live, toasts, view_settled, wait_for
 
 SIZES = [(80, 24), (120, 36), (200, 50)]
@@ -46,7 +45,7 @@ def own_config(tmp_path, monkeypatch):
 
 async def settled(pilot) -> None:
     app = pilot.app
-    assert await wait_for(pilot, lambda: app.started and view_settled(app))
+    assert await wait_for(pilot, lambda: app.run_shown and view_settled(app))
     await pilot.pause(0.2)
 
 
@@ -228,7 +227,7 @@ async def test_a_reset_keeps_the_boards_cursor_and_its_log(tmp_path, clock):
         assert await wait_for(pilot, lambda: app.pane.rel == "logs/mcqa_simple_agent_b.log")
         changes = app.live.poll()
         changes.reset = True
-        app.apply(changes)
+        app.main.apply(changes)
         await pilot.pause(0.2)
         assert app.board.server_at_cursor() == "mcqa_simple_agent_b"
         assert app.pane.rel == "logs/mcqa_simple_agent_b.log"

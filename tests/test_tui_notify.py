@@ -29,7 +29,7 @@ async def replay_all(case: Path, tmp_path: Path, enabled: bool = True) -> tuple[
     app.notifier = StageNotifier(app, enabled=enabled, emit=out.append)
     seen: list = []
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         t = 1.0
         while not rp.done:
             t += 2.0
@@ -78,7 +78,7 @@ async def test_attaching_to_a_finished_run_is_silent():
     out: list[str] = []
     app.notifier = StageNotifier(app, emit=out.append)
     async with app.run_test(size=SIZE) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         app.refresh_run()
         await pilot.pause(0)
     assert out == [] and app.notifier.fired == []

@@ -18,8 +18,9 @@ from textual.widgets._toast import Toast
 from conftest import CASES07
 from gymwatch.core.model import T_FAILED, T_MISSING, T_NEVER_RAN
 from gymwatch.tui.head import Probe
+from gymwatch.tui.polling import HeadProbed
 from gymwatch.tui.helpscreen import HelpScreen
-from gymwatch.tui.layout import CARD, all_bindings
+from gymwatch.tui.keymap import CARD, all_bindings
 from gymwatch.tui.trials import _why
 from runbuilder import Run
 from tuihelpers import EPOCH, fixture_app, screen_lines, toasts, view_settled, wait_for
@@ -38,7 +39,7 @@ def own_config(tmp_path, monkeypatch):
 
 async def settled(pilot) -> None:
     app = pilot.app
-    assert await wait_for(pilot, lambda: app.started and view_settled(app))
+    assert await wait_for(pilot, lambda: app.run_shown and view_settled(app))
     await pilot.pause(0.2)
 
 
@@ -111,6 +112,20 @@ async def test_z_gives_the_pane_the_screen(size, pane):
         await pilot.pause(0.2)
         assert app.screen.maximized is None
         assert app.trials.region.width < size[0] or size[0] < 100       # back beside the log
+
+
+async def test_z_again_on_the_trials_gives_them_the_whole_screen_again():
+    """Maximized a second time (z, z, z), the trials kept their width beside the log: a centred
+    box over a hatch (their inline width was cleared after the layout, which Textual did not redo)."""
+    app = fixture_app("aborted_500")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settled(pilot)
+        app.trials.focus()
+        for _ in range(3):
+            await pilot.press("z")
+            await pilot.pause(0.3)
+        assert app.screen.maximized is app.trials
+        assert app.trials.region == Region(0, 0, 200, 49)
 
 
 # --- toasts ---------------------------------------------------------------------------------------
@@ -316,8 +331,8 @@ async def test_a_ready_server_does_not_say_ready_twice_nor_contradict_itself(tmp
     async with app.run_test(size=(80, 24)) as pilot:
         await settled(pilot)
         before = clock.t
-        app._head_result(Probe(detail={"d_agent": "GET / → refused", "c_resources": "GET / → refused"},
-                               answers={"d_agent": False, "c_resources": False}, at=before))
+        app.main.head_probed(HeadProbed(Probe(detail={"d_agent": "GET / → refused", "c_resources": "GET / → refused"},
+                                              answers={"d_agent": False, "c_resources": False}, at=before)))
         clock.t += 2
         run.ready_server("d_agent", 18004)
         app.refresh_run()
@@ -326,11 +341,11 @@ async def test_a_ready_server_does_not_say_ready_twice_nor_contradict_itself(tmp
         why = app.board.row_cells("d_agent")[4].plain
         assert "ready" not in why and "refused" not in why, why       # the probe is older than that
         assert "GET / → refused" in app.board.row_cells("c_resources")[4].plain    # still true of it
-        app._head_result(Probe(detail={"d_agent": "GET / → refused"}, answers={"d_agent": False}, at=clock.t + 1))
+        app.main.head_probed(HeadProbed(Probe(detail={"d_agent": "GET / → refused"}, answers={"d_agent": False}, at=clock.t + 1)))
         await pilot.pause(0.1)
         why = app.board.row_cells("d_agent")[4].plain
         assert why == "its log said ready, but GET / → refused", why
-        app._head_result(Probe(detail={"d_agent": "GET / → HTTP 200"}, answers={"d_agent": True}, at=clock.t + 2))
+        app.main.head_probed(HeadProbed(Probe(detail={"d_agent": "GET / → HTTP 200"}, answers={"d_agent": True}, at=clock.t + 2)))
         await pilot.pause(0.1)
         assert app.board.row_cells("d_agent")[4].plain == "GET / → HTTP 200"
         assert app.board.row_cells("a_agent")[4].plain == ""          # not `ready` again

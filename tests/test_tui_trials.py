@@ -174,7 +174,7 @@ async def test_a_finished_run_opened_shows_gyms_health_column():
 
     app = fixture_app(CASES07 / "g07_health_summary")
     async with app.run_test(size=(200, 50)) as pilot:
-        assert await wait_for(pilot, lambda: app.started)
+        assert await wait_for(pilot, lambda: app.run_shown)
         header = app.trials.render_line(0).text
         assert "Gym" in header.split()
         assert any("healthy" in app.trials.render_line(y).text for y in range(1, 11))

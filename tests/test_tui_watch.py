@@ -39,7 +39,7 @@ async def test_real_watcher_sees_appended_rows(tmp_path: Path):
                       animations=False)
     done = lambda: sum(1 for t in live.state.trials.values() if t.status == "completed")  # noqa: E731
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await wait_for(pilot, lambda: app.started and done() == 3)
+        assert await wait_for(pilot, lambda: app.run_shown and done() == 3)
         assert await wait_for(pilot, lambda: app.polls > 0)          # the watcher is armed
         with open(run / "rollouts.jsonl", "ab") as fh:
             before = app.polls

@@ -86,7 +86,7 @@ async def settled(pilot) -> None:
     """The screen has shown its first poll, the log pane its file, and a following log its end."""
     app = pilot.app
     view = app.pane.view
-    assert await wait_for(pilot, lambda: app.started and view_settled(app)
+    assert await wait_for(pilot, lambda: app.run_shown and view_settled(app)
                           and (not view.follow or view.scroll_y >= view.max_scroll_y))
 
 

@@ -56,7 +56,7 @@ def _fork_matches(found: list[Found], paths: list[str], cache: SummaryCache, run
     """A child that answers, per run of `runs`, b"\\1" when its signature matches its cached one,
     else b"\\0"; None when it cannot fork."""
     try:
-        return fork.Child(lambda: bytes(cache.matches(paths[i], signature(found[i])) for i in runs))
+        return fork.Child(lambda out: out.write(bytes(cache.matches(paths[i], signature(found[i])) for i in runs)))
     except OSError:
         return None
 

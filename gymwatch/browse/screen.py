@@ -177,9 +177,9 @@ class BrowseScreen(Screen):
     ]
     AUTO_FOCUS = "#runs"      # keys typed ahead go to the list, not into the filter box
 
-    def __init__(self, state: BrowseState):
+    def __init__(self, listing: BrowseState):
         super().__init__()
-        self.st = state
+        self.listing = listing
         self.shown: list[dict[str, Any]] = []
         self._row_run: dict[int, dict[str, Any]] = {}     # id(a row's first cell) -> its run
         self.columns: list[str] = [k for k, _ in COLUMNS]  # shown now (narrow screens drop some)
@@ -189,7 +189,7 @@ class BrowseScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="browse-title")
-        yield Input(self.st.text, placeholder="filter: words in name, path or verdict (/ to type, escape clears)",
+        yield Input(self.listing.text, placeholder="filter: words in name, path or verdict (/ to type, escape clears)",
                     id="browse-filter")
         yield Static(id="browse-empty")
         table = RunsTable(id="runs", cursor_type="row", zebra_stripes=True)
@@ -212,7 +212,7 @@ class BrowseScreen(Screen):
         """A column's label with room for the sort arrow in every column, so the arrow shows
         whichever column is sorted (a column as narrow as its label cut it off) and a new sort
         moves no column."""
-        arrow = (" ▲" if self.st.reverse else " ▼") if key == self.st.sort else "  "
+        arrow = (" ▲" if self.listing.reverse else " ▼") if key == self.listing.sort else "  "
         return Text(dict(COLUMNS)[key] + arrow, no_wrap=True)
 
     @property
@@ -221,7 +221,7 @@ class BrowseScreen(Screen):
 
     def on_mount(self) -> None:
         self.table.focus()
-        if self.st.scanned:
+        if self.listing.scanned:
             self.rebuild()
         else:
             self.scan()
@@ -248,11 +248,11 @@ class BrowseScreen(Screen):
     # --- scanning ----------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="scan")
     def scan(self) -> None:
-        self.st.runs, self.st.scanned = [], False
+        self.listing.runs, self.listing.scanned = [], False
         self._scans += 1
         this = self._scans
         self.app.call_from_thread(self.rebuild)
-        cache = SummaryCache(enabled=self.st.use_cache)
+        cache = SummaryCache(enabled=self.listing.use_cache)
         worker = get_current_worker()
         pending: list[dict[str, Any]] = []
         flushed = [0.0, 0]            # when the last batch went, and how many have
@@ -271,7 +271,7 @@ class BrowseScreen(Screen):
             pending.append(run)
             if monotonic() - flushed[0] >= (FLUSH_EVERY if flushed[1] > 1 else FIRST_FLUSH):
                 flush()
-        list_runs(self.st.roots, cache, on_run=arrived, stop=lambda: worker.is_cancelled)
+        list_runs(self.listing.roots, cache, on_run=arrived, stop=lambda: worker.is_cancelled)
         flush()
         if not worker.is_cancelled:
             self.post_message(ScanDone(this))
@@ -290,7 +290,7 @@ class BrowseScreen(Screen):
         wider = False
         with self.app.batch_update():
             for run in runs:
-                self.st.runs.append(run)
+                self.listing.runs.append(run)
                 if self._matches(run):
                     self.shown.append(run)
                     wider |= self._add(run)
@@ -299,29 +299,29 @@ class BrowseScreen(Screen):
         self._title()
 
     def _scanned(self) -> None:
-        self.st.scanned = True
+        self.listing.scanned = True
         self.resort(top=True)
 
     # --- the table ---------------------------------------------------------------------
     def _matches(self, run: dict[str, Any]) -> bool:
-        want = self.st.verdict
+        want = self.listing.verdict
         if want == PROBLEM:
             if run.get("verdict") == V_OK:
                 return False
         elif want and run.get("verdict") != want:
             return False
-        words = self.st.text.lower().split()
+        words = self.listing.text.lower().split()
         hay = " ".join(str(run.get(k) or "") for k in ("environment", "agent", "model", "path", "verdict")).lower()
         return all(w in hay for w in words)
 
     def _key(self, run: dict[str, Any]) -> tuple:
-        return sort_key(run, self.st.sort, self.st.reverse)
+        return sort_key(run, self.listing.sort, self.listing.reverse)
 
     def rebuild(self) -> None:
         """Refill the table after a filter change (or a rescan): the cursor on the first row,
         or on the run the list came back to."""
-        keep = self.st.cursor_path
-        self.shown = sorted((r for r in self.st.runs if self._matches(r)), key=self._key)
+        keep = self.listing.cursor_path
+        self.shown = sorted((r for r in self.listing.runs if self._matches(r)), key=self._key)
         table = self.table
         with self.app.batch_update():
             table.clear()
@@ -334,7 +334,7 @@ class BrowseScreen(Screen):
         """Reorder the rows in place: DataTable measures every cell it is given, so re-adding
         every row for a new order is slow; sorting them is not. The cursor
         stays on its run, or goes to the first row (`top`, or when it was there)."""
-        keep = self.st.cursor_path or (None if top or self.table.cursor_row <= 0 else self._selected())
+        keep = self.listing.cursor_path or (None if top or self.table.cursor_row <= 0 else self._selected())
         runs, key = self._row_run, self._key
         self.shown.sort(key=key)
         table = self.table
@@ -350,18 +350,18 @@ class BrowseScreen(Screen):
             table.move_cursor(row=table.get_row_index(keep), animate=False)
         elif table.row_count:
             table.move_cursor(row=0, animate=False)
-        self.st.cursor_path = None
+        self.listing.cursor_path = None
         self._title()
 
     def _cells(self, run: dict[str, Any]) -> dict[str, Text]:
-        c = cells(run, self.st.roots)
-        marked = run["path"] in self.st.marked
+        c = cells(run, self.listing.roots)
+        marked = run["path"] in self.listing.marked
         if self._run_width is not None:
             c["run"] = shorten(c["run"], self._run_width - (2 if marked else 0))
         out = {k: Cell(v, no_wrap=True) for k, v in c.items()}
         out["verdict"].stylize(VERDICT_STYLE.get(run.get("verdict", ""), ""))
         if marked:
-            mark = "A" if self.st.marked[0] == run["path"] else "B"
+            mark = "A" if self.listing.marked[0] == run["path"] else "B"
             out["run"] = Cell.assemble((f"{mark} ", "bold reverse"), out["run"], no_wrap=True)
         return out
 
@@ -369,8 +369,8 @@ class BrowseScreen(Screen):
         """The widths a run's cells `c` want: the run column's whole, before any cut."""
         sizes = {k: t.cell_len for k, t in c.items()}
         if self._run_width is not None:
-            whole = cell_len(run_name(run["path"], self.st.roots))
-            sizes["run"] = whole + (2 if run["path"] in self.st.marked else 0)
+            whole = cell_len(run_name(run["path"], self.listing.roots))
+            sizes["run"] = whole + (2 if run["path"] in self.listing.marked else 0)
         return sizes
 
     def _add(self, run: dict[str, Any]) -> bool:
@@ -396,40 +396,40 @@ class BrowseScreen(Screen):
         return wider
 
     def _title(self) -> None:
-        roots = ", ".join(clean(r) for r in self.st.roots)
-        n, total = len(self.shown), len(self.st.runs)
+        roots = ", ".join(clean(r) for r in self.listing.roots)
+        n, total = len(self.shown), len(self.listing.runs)
         bits = [f"runs under {roots}: {n}" + (f" of {total}" if n != total else ""),
-                f"sort: {dict(COLUMNS).get(self.st.sort, self.st.sort)}" + (" reversed" if self.st.reverse else "")]
-        if self.st.verdict:
+                f"sort: {dict(COLUMNS).get(self.listing.sort, self.listing.sort)}" + (" reversed" if self.listing.reverse else "")]
+        if self.listing.verdict:
             bits.append(f"verdict: {self._verdict_words()}")
-        if self.st.marked:
-            bits.append(f"marked {len(self.st.marked)}/2" + (": c compares" if len(self.st.marked) == 2 else ""))
-        if not self.st.scanned:
+        if self.listing.marked:
+            bits.append(f"marked {len(self.listing.marked)}/2" + (": c compares" if len(self.listing.marked) == 2 else ""))
+        if not self.listing.scanned:
             bits.append("scanning…")
         self.query_one("#browse-title", Static).update(Text("  ·  ".join(bits)))
         self._say_empty()
 
     def _verdict_words(self) -> str:
-        return "any problem" if self.st.verdict == PROBLEM else str(self.st.verdict)
+        return "any problem" if self.listing.verdict == PROBLEM else str(self.listing.verdict)
 
     def _say_empty(self) -> None:
         """Why the list is empty, when it is: no run found, or none the filter matches (and how
         to clear it). The filter's words are shown as typed, never read as markup."""
         box = self.query_one("#browse-empty", Static)
-        if self.shown or not (self.st.scanned or self.st.runs):
+        if self.shown or not (self.listing.scanned or self.listing.runs):
             box.display = False
             return
-        if not self.st.runs:
-            said = Text(f"no run found under {', '.join(clean(r) for r in self.st.roots)} (r rescans)")
+        if not self.listing.runs:
+            said = Text(f"no run found under {', '.join(clean(r) for r in self.listing.roots)} (r rescans)")
         else:
             said = Text("no run matches ")
-            if self.st.text.strip():
-                said.append(f"`{clean(self.st.text.strip())}`")
-                if self.st.verdict:
+            if self.listing.text.strip():
+                said.append(f"`{clean(self.listing.text.strip())}`")
+                if self.listing.verdict:
                     said.append(" with ")
-            if self.st.verdict:
+            if self.listing.verdict:
                 said.append(f"verdict: {self._verdict_words()}")
-            said.append(f" (of {len(self.st.runs)}): escape clears the filter")
+            said.append(f" (of {len(self.listing.runs)}): escape clears the filter")
         box.update(said)
         box.display = True
 
@@ -442,8 +442,8 @@ class BrowseScreen(Screen):
     # --- actions -----------------------------------------------------------------------
     @on(Input.Changed, "#browse-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        if event.value != self.st.text:
-            self.st.text = event.value
+        if event.value != self.listing.text:
+            self.listing.text = event.value
             self.rebuild()
 
     @on(Input.Submitted, "#browse-filter")
@@ -454,10 +454,10 @@ class BrowseScreen(Screen):
     def _header(self, event: DataTable.HeaderSelected) -> None:
         """A click on a column's header sorts by it; a second click reverses."""
         key = str(event.column_key.value)
-        if key == self.st.sort:
-            self.st.reverse = not self.st.reverse
+        if key == self.listing.sort:
+            self.listing.reverse = not self.listing.reverse
         else:
-            self.st.sort, self.st.reverse = key, False
+            self.listing.sort, self.listing.reverse = key, False
         self.resort()
 
     @on(DataTable.RowSelected)
@@ -469,27 +469,27 @@ class BrowseScreen(Screen):
 
     def action_clear(self) -> None:
         box = self.query_one("#browse-filter", Input)
-        if box.value or self.st.verdict:
-            self.st.verdict, self.st.text = None, ""
+        if box.value or self.listing.verdict:
+            self.listing.verdict, self.listing.text = None, ""
             box.value = ""
             self.rebuild()
         self.table.focus()
 
     def action_cycle_verdict(self) -> None:
         """All, any problem (every verdict but ok), then each verdict present."""
-        present = [v for v in VERDICT_ORDER if any(r.get("verdict") == v for r in self.st.runs)]
+        present = [v for v in VERDICT_ORDER if any(r.get("verdict") == v for r in self.listing.runs)]
         options: list[Optional[str]] = [None, PROBLEM, *present]
-        i = options.index(self.st.verdict) if self.st.verdict in options else 0
-        self.st.verdict = options[(i + 1) % len(options)]
+        i = options.index(self.listing.verdict) if self.listing.verdict in options else 0
+        self.listing.verdict = options[(i + 1) % len(options)]
         self.rebuild()
 
     def action_cycle_sort(self) -> None:
-        self.st.sort = SORTS[(SORTS.index(self.st.sort) + 1) % len(SORTS)] if self.st.sort in SORTS else SORTS[0]
-        self.st.reverse = False
+        self.listing.sort = SORTS[(SORTS.index(self.listing.sort) + 1) % len(SORTS)] if self.listing.sort in SORTS else SORTS[0]
+        self.listing.reverse = False
         self.resort()
 
     def action_reverse_sort(self) -> None:
-        self.st.reverse = not self.st.reverse
+        self.listing.reverse = not self.listing.reverse
         self.resort()
 
     def action_rescan(self) -> None:
@@ -500,7 +500,7 @@ class BrowseScreen(Screen):
         path = self._selected()
         if path is None:
             return
-        marked = self.st.marked
+        marked = self.listing.marked
         before = list(marked)
         if path in marked:
             marked.remove(path)
@@ -526,24 +526,21 @@ class BrowseScreen(Screen):
 
     def action_compare(self) -> None:
         """The two marked runs (or the one marked and the run under the cursor), A then B."""
-        pair = list(self.st.marked)
+        pair = list(self.listing.marked)
         cur = self._selected()
         if len(pair) == 1 and cur is not None and cur not in pair:
             pair.append(cur)
         if len(pair) != 2:
             self.notify("mark two runs with m (or space), then c compares them", severity="warning")
             return
-        self.app.push_screen(CompareScreen(pair[0], pair[1], self.st.roots))
+        self.app.push_screen(CompareScreen(pair[0], pair[1], self.listing.roots))
 
     def action_open_run(self) -> None:
         path = self._selected()
         if path is None:
             return
-        if live_app_available():
-            self.st.cursor_path = path
-            self.app.exit(path)
-        else:
-            self.app.push_screen(RunDetail(path))
+        self.listing.cursor_path = path
+        self.app.exit(path)
 
     def action_details(self) -> None:
         path = self._selected()
@@ -609,32 +606,24 @@ def run_logs(path: str) -> list[tuple[str, str]]:
     return [(label, str(p)) for label, p in lay.all_logs()]
 
 
-def live_app_available() -> bool:
-    try:
-        from ..tui import app  # noqa: F401
-    except ImportError:
-        return False
-    return hasattr(app, "GymwatchApp")
-
-
 class BrowseApp(App):
     TITLE = "gymwatch browse"
 
-    def __init__(self, state: BrowseState):
+    def __init__(self, listing: BrowseState):
         super().__init__()
-        self.st = state
+        self.listing = listing
 
     def get_default_screen(self) -> Screen:
         # The list is the app's first screen, not one pushed once it starts: a q typed while
         # `gymwatch browse` starts up reaches the list's bindings instead of a blank screen's.
-        return BrowseScreen(self.st)
+        return BrowseScreen(self.listing)
 
 
 def run_browser(roots: list[str], use_cache: bool = True) -> int:
     """The list; a chosen run opens in the live app; closing that returns to the list."""
-    state = BrowseState([os.path.abspath(r) for r in roots], use_cache)
+    listing = BrowseState([os.path.abspath(r) for r in roots], use_cache)
     while True:
-        chosen = BrowseApp(state).run()
+        chosen = BrowseApp(listing).run()
         if not chosen:
             return 0
         from ..core.layout import NotARun

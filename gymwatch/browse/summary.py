@@ -243,8 +243,8 @@ class SummaryPlan(ReadingPlan):
         if agg is not None and session.is_file(agg):      # else the rows cannot decide: read all at once
             self.phase = FIRST
             session.poll(final=True)
-            st = session.state
-            if st.aggregate_written and st.collector.started:
+            state = session.state
+            if state.aggregate_written and state.collector.started:
                 return False     # verdict and counts follow from rows + collector lines (verdict.verdict)
         self.phase = ALL
         self.skipped = set()

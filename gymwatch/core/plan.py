@@ -11,16 +11,13 @@ these points, and reads, reduces and settles the same way whatever the plan.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import Optional, Protocol
 
 from . import procs
 from .config import read_info
 from .layout import RunLayout
-from .model import RunInfo
+from .model import RunInfo, RunState
 from .tail import Batch
-
-if TYPE_CHECKING:
-    from .session import RunSession
 
 
 class Reader(Protocol):
@@ -36,6 +33,17 @@ class Reader(Protocol):
     def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False) -> Batch: ...
 
 
+class Session(Protocol):
+    """What a plan may ask of the session that reads by it (core/session.py's RunSession)."""
+
+    layout: RunLayout
+    state: RunState
+
+    def size(self, path: Path) -> int: ...
+
+    def server_logs(self) -> dict[str, Path]: ...
+
+
 class ReadingPlan:
     follow = True        # the layout follows the run's files (RunLayout.refresh)
     orphans = True       # servers still running after gym env start ended are looked for
@@ -44,11 +52,11 @@ class ReadingPlan:
         """Names and settings of the run."""
         return read_info(layout.hydra_dirs, layout.bundle_meta, layout.manifest)
 
-    def wants(self, session: "RunSession", path: Path, server: str) -> bool:
+    def wants(self, session: Session, path: Path, server: str) -> bool:
         """Read this file now? (`server`: whose own log it is, else "")"""
         return True
 
-    def reader(self, session: "RunSession", path: Path, server: str) -> Optional[Reader]:
+    def reader(self, session: Session, path: Path, server: str) -> Optional[Reader]:
         """A reader of its own for this file (None: a Tailer from where the file was last read)."""
         return None
 

@@ -4,61 +4,24 @@ read from the object. core/fast/rows.py decodes a block of rows of the usual sha
 same facts; `rollout_rows()` / `input_rows()` below choose, for a block of lines, which reads it.
 
 Nothing here keeps a full record: a row is reduced to a `RowFacts` and dropped.
-The key names that join Gym (the writer) and gymwatch (the reader) live here only.
+The key names that join Gym (the writer) and gymwatch (the reader) live in core/rowfacts.py.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
-from msgspec import Struct
 from pydantic_core import from_json
 
 from . import fast
+from .fast import rows as fast_rows
 from .neverran import is_number, never_ran
-
-TASK_KEY = "_ng_task_index"
-ROLLOUT_KEY = "_ng_rollout_index"
-ATTEMPT_KEY = "_ng_attempt_index"
-FAILURE_CLASS_KEY = "_ng_failure_class"
-FAILURE_STATUS_KEY = "_ng_failure_http_status"
-FAILURE_PREFIX = "_ng_failure_"
-FAILURE_TERMINAL_KEY = "_ng_failure_terminal"     # Gym's resume never retries such a failure
-AGENT_REF_KEY = "agent_ref"
-MASK_KEY = "mask_sample"       # Gym 0.7's verify field: true when the rollout must not be scored or trained on
-# Failure-row keys that may carry a human message, most specific first.
-MESSAGE_KEYS = ("_ng_failure_message", "_ng_failure_reason", "_ng_failure_error", "error",
-                "infrastructure_error", "failure_reason", "message")
-
-
-class RowFacts(Struct, gc=False, array_like=True):
-    """What the model takes from one row (a msgspec Struct: a big run makes one a row; encoded as
-    an array when a forked child sends it, core/fast/fork.py)."""
-
-    task: Optional[int] = None
-    rollout: Optional[int] = None
-    attempt: Optional[int] = None
-    reward: Optional[float] = None
-    input_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
-    never_ran: bool = False
-    agent: str = ""
-    failure_class: str = ""
-    message: str = ""
-    http_status: Optional[int] = None
-    problem: str = ""     # why this row is unusable or partly wrong (shown in the report)
-    masked: bool = False  # Gym masked it (`mask_sample`): its reward is no measurement, its score leaves it out
-
-
-class BadLine(ValueError):
-    """A line that is not a JSON object."""
-
-
-# A line of a rows file: its facts, why it is not a row, or None (a blank line, which is no row).
-Row = Union[RowFacts, BadLine, None]
-
+from .rowfacts import (  # noqa: F401 - the names of a row, read here and by records' users
+    AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, FAILURE_PREFIX, FAILURE_STATUS_KEY, FAILURE_TERMINAL_KEY,
+    MASK_KEY, MESSAGE_KEYS, ROLLOUT_KEY, TASK_KEY, BadLine, Row, RowFacts,
+)
 
 def load_object(raw: bytes) -> dict:
     try:
@@ -231,10 +194,7 @@ def failure_rows(block: bytes) -> list[Row]:
 
 def _quick(kind: str) -> Optional[Callable[[bytes], Optional[list[Optional[RowFacts]]]]]:
     """core/fast/rows.py's decode of a block of `kind`, unless that fast path is off."""
-    if not fast.enabled("rows"):
-        return None
-    from .fast import rows     # (not at the top: it makes the RowFacts defined here)
-    return getattr(rows, kind)
+    return getattr(fast_rows, kind) if fast.enabled("rows") else None
 
 
 def one_row(parse: Callable[[bytes], RowFacts], raw: bytes) -> Row:

@@ -1,7 +1,7 @@
 """The readiness board: one DataTable row per server, updated cell by cell, and under it the
 selected server's name and phase whole when its row cuts them (BoardPane).
 
-Its columns are fitted to its width (layout.fit_board): the Server column as wide as the longest
+Its columns are fitted to its width (geometry.fit_board): the Server column as wide as the longest
 name (capped when room is short), the phase whole where dropping the least needed columns allows;
 it never scrolls sideways. Maximized (`z`), rows wrap their name and phase whole."""
 
@@ -20,15 +20,14 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
 from ..core import attribution, gymversion
-from ..core.model import FAILED, READY, EXITED, RunState, Server, parent_ended
+from ..core.model import EXITED, FAILED, READY, STARTING, RunState, Server, parent_ended
 from .fmt import KIND_LABEL, STATE_LOOK, body, duration, plain
 from .head import Probe
-from .layout import fit_board
+from .geometry import fit_board
 
 COLUMNS = (("server", "Server"), ("kind", "Kind"), ("state", "State"), ("limit", "Spin-up"),
            ("why", "Phase / why not ready"), ("in", "In state"), ("ttr", "To ready"), ("err", "Err"),
            ("last", "Last line"))
-FLEX = ("why", "last")              # columns cut to the width they get (the others get what they need)
 SHORT_LABELS = {"why": ("Phase / why not ready", "Phase / why", "Phase"), "last": ("Last line", "Last")}
 WHY_WIDTH = 400                     # a phase or reason, whitespace folded; the row cuts it, the line under the board does not
 LAST_WIDTH = 90
@@ -93,7 +92,7 @@ class ReadinessBoard(DataTable):
         self._details: dict[str, Text] = {}  # server -> its name, state and phase whole
         self.probe = Probe()                # the last probe of the head server and its servers (--head)
         self.shown_columns: list[str] = []
-        self.widths: dict[str, int] = {}    # each shown column's width (layout.fit_board)
+        self.widths: dict[str, int] = {}    # each shown column's width (geometry.fit_board)
         self.cut: set[str] = set()          # servers whose row cuts their name or phase
         self._built: tuple = ()             # (columns, widths, wrap) the rows were added with
         self._posted: tuple = ()
@@ -111,7 +110,7 @@ class ReadinessBoard(DataTable):
         if isinstance(self.parent, BoardPane):
             self.parent.border_title = title
 
-    # --- columns fitted to the width (layout.fit_board) -------------------------------------
+    # --- columns fitted to the width (geometry.fit_board) -------------------------------------
     def _pick(self, cells: tuple) -> list:
         return [self._shown(key, c) for (key, _), c in zip(COLUMNS, cells) if key in self.shown_columns]
 
@@ -338,8 +337,12 @@ class ReadinessBoard(DataTable):
 class BoardPane(Vertical):
     """The board in its border, and under it the selected server's line when its row cuts it."""
 
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.board = ReadinessBoard(id="board")
+
     def compose(self) -> ComposeResult:
-        yield ReadinessBoard(id="board")
+        yield self.board
         yield Static(id="board-detail", markup=False)
 
     @on(ReadinessBoard.DetailChanged)
@@ -433,7 +436,7 @@ def probe_text(s: Server, probe: Probe) -> Optional[Text]:
 
 def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) -> Text:
     if s.state == FAILED:
-        return plain(s.failure_reason or "failed", WHY_WIDTH, "red")
+        return plain(s.failure_reason or FAILED, WHY_WIDTH, "red")
     if s.became_ready or s.state in (READY, EXITED):
         phase = "" if s.phase == s.state else s.phase    # not `● ready  ready`: the State column says it
         r = attribution.server_trouble(state, s)
@@ -444,7 +447,7 @@ def why_text(state: RunState, s: Server, slow: bool, in_state: Optional[float]) 
     if s.phase:
         why = s.phase
     elif s.last_line:
-        why = "starting"
+        why = STARTING
     else:
         why = "no output yet" + ("; Gym waiting for it" if s.name in (state.parent.pending or []) else "")
     if slow:

@@ -1,4 +1,5 @@
-"""Command palette (ctrl+p): domain commands - filters, sorts, logs, failures."""
+"""Command palette (ctrl+p): domain commands - filters, sorts, logs, failures - run on the main
+screen (`GymwatchApp.main`), whatever screen the palette opened over."""
 
 from __future__ import annotations
 
@@ -22,24 +23,28 @@ def highlight(matcher: Matcher, text: str) -> Content:
 
 class GymwatchCommands(Provider):
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
-        app = self.app
+        main = self.app.main         # type: ignore[attr-defined]
         cmds: list[tuple[str, Callable[[], object], str]] = []
         for f in FILTERS:
-            cmds.append((f"Trials: show {f.replace('_', '-')}", partial(app.set_trial_filter, f),
+            cmds.append((f"Trials: show {f.replace('_', '-')}", partial(main.set_trial_filter, f),
                          "filter the trials table"))
         for s in SORTS:
-            cmds.append((f"Trials: sort by {s}", partial(app.set_trial_sort, s), "sort the trials table"))
+            cmds.append((f"Trials: sort by {s}", partial(main.set_trial_sort, s), "sort the trials table"))
         cmds += [
-            ("Go to next failure", app.action_next_failure, "a failed server or a failed, never-ran or missing trial"),
-            ("Go to previous failure", app.action_prev_failure, "back to the previous one"),
-            ("Open verdict evidence", app.action_verdict_evidence, "the line the verdict rests on"),
-            ("Log: toggle follow", app.action_toggle_follow, "tail the log"),
-            ("Log: errors only", app.action_errors_only, "filter the log to error lines"),
-            ("Log: all servers merged", app.action_all_logs, "every server's log in one view"),
+            ("Go to next failure", main.action_next_failure, "a failed server or a failed, never-ran or missing trial"),
+            ("Go to previous failure", main.action_prev_failure, "back to the previous one"),
+            ("Open verdict evidence", main.action_verdict_evidence, "the line the verdict rests on"),
+            ("Log: toggle follow", main.action_toggle_follow, "tail the log"),
+            ("Log: errors only", main.action_errors_only, "filter the log to error lines"),
+            ("Log: all servers merged", main.action_all_logs, "every server's log in one view"),
+            ("Retry file: trials that did not complete", main.action_retry_input,
+             "write their inputs for gym eval run --input, and show the command"),
         ]
-        state = app.live.state
-        for name in sorted(state.servers) if state else ():
-            cmds.append((f"Open log: {name}", partial(app.open_server_log, name), "this server's output"))
+        with main.live.lock:
+            state = main.live.state
+            names = sorted(state.servers) if state else []
+        for name in names:
+            cmds.append((f"Open log: {name}", partial(main.navigator.open_server_log, name), "this server's output"))
         return cmds
 
     async def discover(self) -> Hits:

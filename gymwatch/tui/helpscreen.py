@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from .fmt import STATE_LOOK, STATUS_LOOK
-from .layout import CARD, all_bindings
+from .keymap import CARD, all_bindings
 
 # What a few keys do, beyond their footer word.
 EXPLAIN = {
@@ -31,6 +31,7 @@ EXPLAIN = {
     "trials.filter": "cycle the filter: all, failed, never-ran, missing, pending, ...",
     "trials.cause-log": "open the log line behind the selected trial's failure",
     "logview.follow": "follow on/off (scrolling up or g pauses it, G goes on)",
+    "gymwatch.retry-input": "retry file: the selected trial's inputs (or all that did not complete) and the command",
     "gymwatch.copy": "copy the text selected with the mouse",
     "gymwatch.ctrl-c": "say how to quit",
     "card.close": "close the card",

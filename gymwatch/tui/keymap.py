@@ -9,6 +9,8 @@ Example:
 
 Whatever is wrong in it (bad TOML, an unknown id, a key Textual cannot name) is a one-line
 problem naming the file; the good entries still apply. Nothing here may raise into the app.
+The app applies it as it starts (`GymwatchApp.load_keymap()`), over every binding of the live
+screen (`all_bindings()`, which the help lists too: the app's, its `main` screen's, the panes').
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ import tomllib
 from pathlib import Path
 from typing import Iterable, Optional
 
+from textual.binding import Binding, BindingsMap
 from textual.keys import Keys, key_to_character
+
+from .board import ReadinessBoard
+from .card import TrialCard
+from .logview import LogView
+from .trials import TrialsTable
 
 MODIFIERS = {"ctrl", "shift", "alt", "meta", "super", "hyper"}
 # Ids a binding had before the ids took one style (words joined by `-`): a keymap file naming
@@ -27,6 +35,7 @@ ALIASES = {"gymwatch.next_failure": "gymwatch.next-failure", "gymwatch.prev_fail
            "gymwatch.all_logs": "gymwatch.all-logs", "gymwatch.next_cause": "gymwatch.next-cause",
            "gymwatch.prev_cause": "gymwatch.prev-cause"}
 KNOWN_KEYS = {k.value for k in Keys}
+CARD = "Trial card (enter on a trial)"
 
 
 def path() -> Path:
@@ -97,3 +106,30 @@ def valid_key(key: str) -> bool:
 
 def one_line(e: Exception) -> str:
     return " ".join(str(e).split())[:200] or type(e).__name__
+
+
+def all_bindings(app) -> list[tuple[str, Binding]]:
+    """(section, Binding) of every binding on the live screen, the keymap applied: the main
+    screen's and the app's (in the order a key is looked up: the screen's ctrl+c comes before the
+    app's), then each pane's, then the trial card's. The panes' are their classes' (the same on
+    every instance), so the keymap can be checked before the panes are mounted. The help screen
+    lists these; the keymap file checks ids here."""
+    nodes = [("Everywhere", app.main._bindings), ("Everywhere", app._bindings),
+             ("Servers", ReadinessBoard._merged_bindings), ("Trials", TrialsTable._merged_bindings),
+             ("Log", LogView._merged_bindings), (CARD, BindingsMap(TrialCard.BINDINGS))]
+    out = []
+    for section, found in nodes:
+        if found is None:
+            continue
+        bindings = found.copy()
+        if app._keymap:
+            bindings.apply_keymap(app._keymap)
+        for _key, group in bindings.key_to_bindings.items():
+            out.extend((section, b) for b in group)
+    return out
+
+
+def key_shown(app, bid: str, default: str) -> str:
+    """How the footer and the help show the key of binding `bid` now (the keymap applied)."""
+    found = next((b for _, b in all_bindings(app) if b.id == bid), None)
+    return app.get_key_display(found) if found is not None else default

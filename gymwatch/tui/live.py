@@ -1,18 +1,33 @@
 """The run behind the screen: a RunSession (which follows a path that is not a run yet, and the
-run's files as they appear: RunLayout.refresh()), plus progress-rate samples. No Textual here."""
+run's files as they appear: RunLayout.refresh()), plus progress-rate samples. The screen's one
+adapter to the session: what it reads of the run's files (polls, which logs a server has, the
+retry file) goes through here. No Textual here.
+
+Threads: the screen polls in a worker thread while the UI thread reads the state. `lock` is
+held by every write (`poll()`, `apply_probe()`) and by the screen's readers that walk the
+state's dicts (applying changes, navigating, the retry file), so no reader sees a dict change
+size under it; a row drawn alone (a dict look-up, attributes) needs no lock.
+"""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
-from ..core.layout import WAITING, replay_speed
-from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState, collector_ended
+from ..core import rerun
+from ..core.layout import BOTH, ENV, WAITING, replay_speed
+from ..core.model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState, TrialKey, collector_ended
 from ..core.reducer import Changes
 from ..core.session import RunSession
+from ..retry import RetryInput, nothing_to_rerun, write
+
+__all__ = ["Changes", "LiveRun", "RunClock", "LogSource"]
+
+LogSource = tuple[str, Path, str]   # a log in a merged view: (label, path, path relative to the root)
 
 RATE_WINDOW = 60.0   # seconds of samples behind the trials/s rate
 # A log's first timestamp starts the elapsed clock when it is this recent (a replay of an old
@@ -52,6 +67,7 @@ class LiveRun:
         self.session: Optional[RunSession] = None
         self.opened_at = self.clock()
         self._samples: deque[tuple[float, int]] = deque()
+        self.lock = threading.RLock()
         self._open()
 
     def _seen_replay(self) -> None:
@@ -89,6 +105,12 @@ class LiveRun:
         return self.session.layout.root if self.session else Path(self.path).expanduser().resolve()
 
     def poll(self) -> Changes:
+        """Read what is new (any thread: the state is written under `lock`)."""
+        with self.lock:
+            return self._poll()
+
+    def _poll(self) -> Changes:
+        assert self.session is not None
         waited = bool(self.waiting)
         if waited:
             self._seen_replay()
@@ -101,13 +123,25 @@ class LiveRun:
 
     def catching_up(self) -> str:
         """What is still being read for the first time ("" when nothing), e.g.
-        'reading logs/policy_model.log: 12% of 1.0 GB'."""
-        behind = self.session.behind if self.session else {}
+        'reading logs/policy_model.log: 12% of 1.0 GB'. (A poll refills it as it reads.)"""
+        with self.lock:
+            behind = dict(self.session.behind) if self.session else {}
         if not behind:
             return ""
         rel, (done, size) = max(behind.items(), key=lambda kv: kv[1][1] - kv[1][0])
         more = f" (+{len(behind) - 1} more)" if len(behind) > 1 else ""
         return f"reading {rel}: {100 * done // max(size, 1)}% of {_human(size)}{more}"
+
+    def apply_probe(self, instances: Optional[list], answers: Optional[dict[str, bool]]) -> Changes:
+        """What a `--head` probe found, through the reducer (under `lock`, like a poll)."""
+        with self.lock:
+            return self.session.apply_probe(instances, answers) if self.session is not None else Changes()
+
+    # --- the run's logs ---------------------------------------------------------------
+    def path_of(self, rel: str) -> Path:
+        """A path of the run (evidence names files relative to its root)."""
+        p = Path(rel)
+        return p if p.is_absolute() else self.root / p
 
     def server_log(self, name: str) -> Optional[str]:
         """The server's own log (`<logs>/<name>.log`), relative to the root."""
@@ -115,6 +149,57 @@ class LiveRun:
             return None
         path = self.session.layout.own_log(name)
         return self.session.layout.rel(path) if path is not None else None
+
+    def gym_streams(self, rel: str) -> list[LogSource]:
+        """Gym's captured stdout and stderr that `rel` is one of, as merged-view sources."""
+        if self.session is None:
+            return []
+        lay = self.session.layout
+        mine = lay.gym_output()
+        if rel not in {lay.rel(s.path) for s in mine}:
+            return []
+        return [(s.path.name.rsplit(".", 2)[-2] if s.path.name.count(".") >= 2 else s.path.name,
+                 s.path, lay.rel(s.path)) for s in mine]
+
+    def all_logs(self) -> tuple[list[LogSource], tuple[str, ...]]:
+        """What the merged view of every server shows, and its order hint: each server's own log,
+        in the order Gym's captured stdout received their lines (every server prints there too);
+        where the servers' output is only in Gym's captured output, that output (already merged)."""
+        if self.session is None:
+            return [], ()
+        lay = self.session.layout
+        sources = [(name, path, lay.rel(path)) for name, path in sorted(lay.server_logs().items())]
+        out = sorted(lay.gym_output((ENV, BOTH)), key=lambda s: s.stderr)
+        if sources:
+            return sources, (str(out[0].path),) if out else ()
+        return [(s.path.name, s.path, lay.rel(s.path)) for s in lay.gym_output()], ()
+
+    def stream_paths(self) -> dict[str, Path]:
+        """Gym's captured output files, by their path relative to the root."""
+        if self.session is None:
+            return {}
+        return {self.session.layout.rel(s.path): s.path for s in self.session.streams()}
+
+    # --- a rerun of what did not complete -----------------------------------------------
+    def rerunnable(self, keys: Optional[Iterable[TrialKey]] = None) -> list[rerun.RerunTrial]:
+        """The trials a retry file would hold: those of `keys` (else all) that did not complete."""
+        with self.lock:
+            plan = rerun.plan(self.state) if self.state is not None else []
+        wanted = set(keys) if keys is not None else None
+        return [p for p in plan if wanted is None or (p.task_index, p.rollout_index) in wanted]
+
+    def write_retry(self, file: str, keys: Optional[Iterable[TrialKey]] = None) -> tuple[Optional[RetryInput], str]:
+        """`gymwatch report --retry-input FILE` for `keys` (else every trial that did not complete):
+        the file written (never inside the run) and the lines to show, or (None, why not).
+        RetryRefused when FILE cannot be written."""
+        plan = self.rerunnable(keys)
+        with self.lock:
+            if self.session is None:
+                return None, "no run to read yet"
+            written = write(self.state, self.session.layout, plan, file)
+        if written is None:
+            return None, nothing_to_rerun(plan, file)
+        return written, "\n".join(written.text())
 
     def watch_paths(self) -> list[Path]:
         paths = self.session.watch_paths() if self.session else [self.root]
@@ -126,7 +211,8 @@ class LiveRun:
         state = self.state
         if state is None:
             return 0, 0
-        done = sum(1 for t in state.trials.values() if t.status in (T_COMPLETED, T_FAILED, T_NEVER_RAN))
+        with self.lock:
+            done = sum(1 for t in state.trials.values() if t.status in (T_COMPLETED, T_FAILED, T_NEVER_RAN))
         total = state.expected_total if state.expected_total is not None else len(state.trials)
         return done, max(total, len(state.trials))
 
@@ -160,7 +246,8 @@ class LiveRun:
         if state is not None:
             if state.info.started_at:
                 return state.info.started_at
-            seen = [s.first_seen for s in state.servers.values() if s.first_seen is not None]
+            with self.lock:
+                seen = [s.first_seen for s in state.servers.values() if s.first_seen is not None]
             stamp = state.first_stamp        # the run's first timestamped line: for a late attach
             if not (seen or self.replay) and stamp is not None and 0 <= self.clock() - stamp <= STAMP_TRUSTED_FOR:
                 seen.append(stamp)           # (not in a replay: its lines carry the recording's times)

@@ -9,6 +9,7 @@ Here a row is just its trial's key in a sorted list; its cells are made when it 
 from __future__ import annotations
 
 import bisect
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Optional
 
@@ -27,15 +28,17 @@ from ..core.health import disagreement
 from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, GymHealth, RunState, Trial, TrialKey
 from ..core.sanitize import clean
 from .fmt import GYM_HEALTH_LOOK, STATUS_LOOK, ComponentLooks, plain, reward
-from .layout import KEEP, fit_columns
+from .geometry import KEEP, fit_columns
 
 COLUMNS = (("task", "Task"), ("rollout", "Roll"), ("attempt", "Att"), ("status", "Status"),
            ("gym", "Gym"), ("reward", "Reward"), ("tokens", "Tokens in/out"), ("why", "Failure"))
-FILTERS = ("all", T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING, "reward_0", "wrong")   # "all", a status, or one of two
+ALL, BY_KEY = "all", "key"      # the filter that keeps every trial; the sort by (task, rollout)
+REWARD_0, WRONG = "reward_0", "wrong"
+FILTERS = (ALL, T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING, REWARD_0, WRONG)   # "all", a status, or one of two
 # "Why did 30 trials score 0?": reward_0 lists every trial with a 0 reward (recorded, or withheld
 # because it never ran) so their statuses tell them apart; wrong: completed, answered, scored 0.
-FILTER_WORDS = {"reward_0": "reward 0", "wrong": "completed but 0", T_NEVER_RAN: "never-ran"}
-SORTS = ("key", "status", "reward", "tokens")
+FILTER_WORDS = {REWARD_0: "reward 0", WRONG: "completed but 0", T_NEVER_RAN: "never-ran"}
+SORTS = (BY_KEY, "status", "reward", "tokens")
 SEVERITY = {T_NEVER_RAN: 0, T_FAILED: 1, T_MISSING: 2, T_PENDING: 3, T_COMPLETED: 4}
 NEEDS_A_LOOK = (T_FAILED, T_NEVER_RAN, T_MISSING)    # the trials `]` goes through, in key order
 WHY_MAX = 100           # characters of a failure shown in its cell
@@ -173,12 +176,14 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
     def __init__(self, **kw):
         super().__init__(**kw)
         self.state: Optional[RunState] = None
-        self.filter_by = "all"      # a FILTERS name
-        self.sort_by = "key"
+        self.filter_by = ALL        # a FILTERS name
+        self.sort_by = BY_KEY
         self.descending = False
         self.cursor = 0
         self.picked = False         # the user moved the cursor: it is theirs, no longer put on a problem
         self.keys_told = ("]", "v")  # the keys the title names: next failure, filter (the keymap's)
+        # Held while a rebuild walks the state (the screen's: a poll may be writing it in a thread).
+        self.lock: AbstractContextManager = nullcontext()
         self._problems: set[TrialKey] = set()              # failed, never-ran and missing trials, filtered or not
         self._first: Optional[TrialKey] = None             # the least of them (None: to be found again)
         self._failure: list[Text] = []                     # the selected failure's lines under the rows
@@ -186,7 +191,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self._sv: dict[TrialKey, tuple] = {}               # key -> its sort value in _order
         self._widths = [len(label) for _, label in COLUMNS]   # grow with the widest cell seen
         self._filled = [False] * len(COLUMNS)                 # columns some row has text in
-        self._shown, self._fit = list(range(len(COLUMNS))), list(self._widths)   # layout.fit_columns
+        self._shown, self._fit = list(range(len(COLUMNS))), list(self._widths)   # geometry.fit_columns
 
     def on_mount(self) -> None:
         self._title()
@@ -201,16 +206,17 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         here = self.key_at(self.cursor)
         new_model = state is not self.state and state is not None
         self.state = state           # before sizing: a cell's width reads the model (Gym's verdicts)
-        if new_model:                # a new model: size the columns
-            self._widths = [len(label) for _, label in COLUMNS]
-            self._filled = [False] * len(COLUMNS)
-            for t in state.trials.values():
-                self._widen(t)
-        every = state.trials.values() if state is not None else ()
-        self._problems = {t.key for t in every if t.status in NEEDS_A_LOOK}
+        with self.lock:
+            if new_model:                # a new model: size the columns
+                self._widths = [len(label) for _, label in COLUMNS]
+                self._filled = [False] * len(COLUMNS)
+                for t in state.trials.values():
+                    self._widen(t)
+            every = state.trials.values() if state is not None else ()
+            self._problems = {t.key for t in every if t.status in NEEDS_A_LOOK}
+            trials = [t for t in every if self._kept(t)]
+            self._sv = {t.key: self._value(t) for t in trials}
         self._first = None
-        trials = [t for t in every if self._kept(t)]
-        self._sv = {t.key: self._value(t) for t in trials}
         self._order = sorted((v, k) for k, v in self._sv.items())
         self._after_change(here, scroll=True)        # a user's sort or filter: show the cursor
 
@@ -319,11 +325,11 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
 
     def _kept(self, t: Trial) -> bool:
         """Does the filter keep `t`?"""
-        if self.filter_by == "reward_0":
+        if self.filter_by == REWARD_0:
             return t.reward == 0 or (t.reward is None and t.withheld_reward == 0)
-        if self.filter_by == "wrong":
+        if self.filter_by == WRONG:
             return t.status == T_COMPLETED and t.reward == 0
-        return self.filter_by == "all" or t.status == self.filter_by
+        return self.filter_by == ALL or t.status == self.filter_by
 
     def _value(self, t: Trial) -> tuple:
         v = sort_value(t, self.sort_by)
@@ -331,7 +337,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
 
     def _title(self) -> None:
         n = len(self.state.trials) if self.state else 0
-        if self.filter_by != "all":
+        if self.filter_by != ALL:
             shown = f" · showing {FILTER_WORDS.get(self.filter_by, self.filter_by)} ({self.row_count})"
         elif self._problems:
             following, only = self.keys_told
@@ -414,14 +420,14 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
                 return COLUMNS[i][0]
         return COLUMNS[-1][0]
 
-    # --- fitting the pane (layout.py decides) ---------------------------------------------
+    # --- fitting the pane (geometry.py decides) ---------------------------------------------
     def _fit_columns(self) -> None:
         self._shown, self._fit = fit_columns([k for k, _ in COLUMNS], self._widths, self._filled,
                                              self.scrollable_content_region.width)
 
     def natural_width(self) -> int:
         """Columns this pane needs to show every column some row fills, whole (borders and the
-        scrollbar in): what layout.fit_panes sizes it to, room allowing."""
+        scrollbar in): what geometry.fit_trials sizes it to, room allowing."""
         cols = [w + 2 for (key, _), w, f in zip(COLUMNS, self._widths, self._filled) if f or key in KEEP]
         bar = self.styles.scrollbar_size_vertical if self.row_count + 1 > self.scrollable_content_region.height else 0
         return sum(cols) + 2 + bar
@@ -476,7 +482,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
             return                               # on the border
         x, y = offset
         if y == 0:                               # the header: sort by that column
-            by = {"status": "status", "reward": "reward", "tokens": "tokens"}.get(self._column_at(x) or "", "key")
+            by = {"status": "status", "reward": "reward", "tokens": "tokens"}.get(self._column_at(x) or "", BY_KEY)
             self.set_sort(by)
             return
         if y > self.rows_shown:                  # the failure under the rows: the card has it all

@@ -17,6 +17,7 @@ NETWORK_FS = {"nfs", "nfs4", "lustre", "gpfs", "cifs", "smbfs", "smb3", "9p", "c
 DEBOUNCE_MS = 150
 RUST_TIMEOUT_MS = 250     # with yield_on_timeout: wake at least ~4 times a second
 POLL_DELAY_MS = 250
+POLLING = "polling"       # what `describe()` says of a watcher that polls (the summary says it too)
 
 
 def fs_type(path: Path) -> str:
@@ -74,4 +75,4 @@ def describe(source: ChangeSource, paths: list[Path]) -> str:
     forced: Optional[bool] = getattr(source, "polling", None)
     if forced is None:
         return "hints: injected"
-    return "polling" if forced or needs_polling(paths) else "inotify"
+    return POLLING if forced or needs_polling(paths) else "inotify"

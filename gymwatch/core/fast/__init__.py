@@ -23,7 +23,7 @@ from typing import Iterator
 
 __all__ = ["OFF", "PATHS", "bulk_load", "enabled"]
 
-PATHS = ("rows", "scan", "fork", "fork:rows", "fork:inputs", "fork:fresh", "fork:index", "gc")
+PATHS = ("rows", "scan", "fork", "fork:rows", "fork:inputs", "fork:json", "fork:fresh", "fork:index", "gc")
 # The fast paths turned off (tests set it; the environment sets it for a process).
 OFF: set[str] = {p.strip() for p in os.environ.get("GYMWATCH_REFERENCE", "").split(",") if p.strip()}
 if "all" in OFF:

@@ -2,24 +2,27 @@
 other core. Its reference twin is the same work done in this process: a caller always has it, and
 does it whenever a child cannot be had (no fork, one core, threads: `can_fork()`) or fails.
 
-One way of working in parallel: `Child(work)` forks a child that runs `work()` and answers with
-its bytes through a pipe; `answer()` reads them and reaps it (None: it failed in any way). A
-forked child starts with everything imported and the parent's data in place (no start-up, no
-message with its input), and leaves by `os._exit` only: no atexit handler runs in it and no
-buffer it inherited is flushed a second time.
+One way of working in parallel: `Child(work)` forks a child that runs `work(out)`, writing its
+answer into an anonymous in-memory file; `answer()` waits for it and reads that (None: it failed in
+any way), `pour()` copies it out in the kernel. A forked child starts with everything imported and
+the parent's data in place (no start-up, no message with its input), and leaves by `os._exit`
+only: no atexit handler runs in it and no buffer it inherited is flushed a second time.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
+import tempfile
 import threading
-from typing import Callable, Optional, Union
+from typing import BinaryIO, Callable, Optional, TextIO, Union
 
 import msgspec
 
 from . import enabled
 from ..procs import usable_cpus
-from ..records import BadLine, Row, RowFacts
+from ..rowfacts import BadLine, Row, RowFacts
 from ..tail import Tailer
 
 
@@ -50,56 +53,87 @@ def fork_child(work: Callable[[], object]) -> int:
 
 
 class Child:
-    """A forked child computing `work()`'s bytes while this process goes on. `nice`: it yields
+    """A forked child writing `work(out)`'s answer while this process goes on. `nice`: it yields
     its core to this process (which everything waits for) when both want one."""
 
-    def __init__(self, work: Callable[[], bytes], nice: bool = False):
-        r, w = os.pipe()
+    def __init__(self, work: Callable[[BinaryIO], object], nice: bool = False):
+        self._fd = _anonymous_file()
+        fd = self._fd
 
         def run() -> None:
-            os.close(r)
             if nice:
                 try:
                     os.nice(10)
                 except OSError:
                     pass
-            view = memoryview(work())
-            while view:
-                view = view[os.write(w, view):]
+            with open(fd, "wb", closefd=False) as out:
+                work(out)
         try:
             self.pid = fork_child(run)
         except OSError:
-            os.close(r)
-            os.close(w)
+            os.close(fd)
             raise
-        os.close(w)
-        self._fd: Optional[int] = r
         self._status: Optional[int] = None
 
-    def answer(self) -> Optional[bytes]:
-        """The child's bytes, once it has finished; None when it failed in any way."""
-        chunks = []
-        try:
-            while chunk := os.read(self._fd, 1 << 20):    # type: ignore[arg-type]
-                chunks.append(chunk)
-        except OSError:
-            chunks = []
-        if chunks and self._status is None:       # it has written all: it is leaving
+    def done(self) -> bool:
+        """Wait for the child: True when it finished its work."""
+        if self._status is None:
             _, self._status = os.waitpid(self.pid, 0)
-        self.close()
-        return b"".join(chunks) if self._status == 0 and chunks else None
+        return self._status == 0
+
+    def answer(self) -> Optional[bytes]:
+        """The child's answer, once it has finished; None when it failed in any way."""
+        try:
+            if not self.done():
+                return None
+            size = os.fstat(self._fd).st_size
+            data = os.pread(self._fd, size, 0) if size else b""
+            return data if len(data) == size else None
+        except OSError:
+            return None
+        finally:
+            self.close()
+
+    def pour(self, out: TextIO) -> bool:
+        """The child's answer written after what `out` has (copied in the kernel where it can
+        be); False, and nothing written, when the child failed."""
+        try:
+            if not self.done():
+                return False
+            out.flush()
+            size, dst, done = os.fstat(self._fd).st_size, out.fileno(), 0
+            try:
+                while done < size:
+                    done += os.sendfile(dst, self._fd, done, size - done)
+            except OSError as exc:
+                if done or exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                while done < size:
+                    chunk = os.pread(self._fd, 1 << 20, done)
+                    out.buffer.write(chunk)
+                    done += len(chunk)
+            return True
+        finally:
+            self.close()
 
     def close(self) -> None:
-        """Reap the child (killed first if it has not finished)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Let the child go (killed first if it has not finished) and its answer with it."""
         if self._status is None:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid == 0:
-                os.kill(self.pid, 9)
+                os.kill(self.pid, signal.SIGKILL)
                 _, status = os.waitpid(self.pid, 0)
             self._status = status
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _anonymous_file() -> int:
+    """A file with no name, in memory where the platform has one (memfd), for a child's answer."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("gymwatch-child", os.MFD_CLOEXEC)
+    return os.dup(tempfile.TemporaryFile().fileno())
 
 
 # --- a file of rows read from a byte offset to its end, by a child --------------------------------
@@ -114,7 +148,7 @@ def rows_child(path: str, start: int, final: bool, decode: Callable[[bytes], lis
     """A child reading the rows file at `path` from `start` (a line start) to its end, each block
     of lines decoded by `decode` (core/records.py's rollout_rows, input_rows), lines numbered
     from 1 at `start`."""
-    def work() -> bytes:
+    def work(out: BinaryIO) -> None:
         t = Tailer(path, start, 0)
         blocks = []
         while True:
@@ -125,7 +159,7 @@ def rows_child(path: str, start: int, final: bool, decode: Callable[[bytes], lis
                 blocks.append((first, [str(r) if isinstance(r, BadLine) else r for r in decode(block)]))
             if not batch.more:
                 break
-        return msgspec.msgpack.encode((t.offset, t.lineno, blocks))
+        out.write(msgspec.msgpack.encode((t.offset, t.lineno, blocks)))
     return Child(work, nice=True)
 
 

@@ -25,7 +25,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from ..neverran import TOKEN_KEYS, never_ran
-from ..records import AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, MASK_KEY, ROLLOUT_KEY, TASK_KEY, RowFacts
+from ..rowfacts import AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, MASK_KEY, ROLLOUT_KEY, TASK_KEY, RowFacts
 
 _MAX_DIGITS = 4300        # jiter (the reference parser, like int()) refuses an integer of more digits
 _DIGIT_STRIDE = 2048      # a run of > 4300 digits covers two neighbouring multiples of this
