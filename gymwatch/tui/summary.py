@@ -96,11 +96,13 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
     if d.mean is not None:      # over how many of how many (core/score.py)
         t.gap()
         t.append(f"mean reward {d.mean:.3f} over {d.scored}/{d.out_of}")
-    gym = next((g for g in state.gym_scores if "mean/reward" in g.key_metrics), None)
-    if gym is not None:         # Gym's own, beside it, with the rows it was computed over
+    gym = next((g.key_metrics["mean/reward"] for g in state.gym_scores if "mean/reward" in g.key_metrics), None)
+    if gym is not None and (d.mean is None or abs(gym - d.mean) >= 0.0005):
+        # Gym's own where it differs (`gymwatch report` has all its key metrics and why they differ)
         t.gap()
-        over = f" over {gym.sample_count}" if gym.sample_count is not None else ""
-        t.append(f"Gym mean {gym.key_metrics['mean/reward']:.3f}{over}", style="dim")
+        g = state.gym_scores[0]
+        over = f" over {g.sample_count}" if len(state.gym_scores) == 1 and g.sample_count is not None else ""
+        t.append(f"Gym {gym:.3f}{over}", style="dim")
     past = [st for st in state.stalls if st.how]
     if past:      # the run keeps its stalls: the last one, and how many more
         t.gap()
@@ -113,8 +115,6 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
         odd = sum(1 for tr in state.trials.values() if disagreement(tr.status, state.health.get(tr.key)))
         if odd:
             t.append(f" ≠{odd}", style="bold yellow")
-        if not score.health_vouches(state):      # mostly unobserved: `gymwatch report` says how to observe
-            t.append(" vouches for nothing", style="dim")
     return t
 
 
