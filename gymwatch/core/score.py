@@ -20,7 +20,7 @@ import msgspec
 from msgspec import Struct, field
 
 from .model import (
-    SRC_FAILURE_ROW, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, Evidence, GymScore, RunState, scored,
+    SRC_FAILURE_ROW, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, Evidence, GymScore, RunState,
 )
 
 MAX_KEY_METRICS = 40        # of one agent's key metrics kept (a benchmark names a handful)
@@ -61,14 +61,16 @@ def denominator(state: RunState) -> Denominator:
     masked = unrewarded = routed = counted = 0
     files: set[str] = set()
     for t in state.trials.values():
-        if scored(t):
-            rewards.append(t.reward)     # type: ignore[arg-type]  # scored: it has one
+        status = t.status
+        if status == T_COMPLETED:       # model.scored(), written out: this walks every trial
+            if t.reward is not None and not t.masked:
+                rewards.append(t.reward)
+            elif t.masked:
+                masked += 1
+            else:
+                unrewarded += 1
             continue
-        if t.status == T_COMPLETED:
-            masked += t.masked
-            unrewarded += not t.masked
-            continue
-        n[t.status] += 1
+        n[status] += 1
         if t.source == SRC_FAILURE_ROW and t.status in (T_FAILED, T_NEVER_RAN):
             routed += 1
             if t.evidence is not None:

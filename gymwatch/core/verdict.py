@@ -13,7 +13,7 @@ from . import gymlines as gl
 from .model import (
     FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
     V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Stall, Unreadable,
-    collector_ended, exited_with_run, ongoing_stall, parent_ended, parent_gave_up, scored,
+    collector_ended, exited_with_run, ongoing_stall, parent_ended, parent_gave_up,
 )
 
 EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT = 0, 1, 2, 3
@@ -56,8 +56,9 @@ def counts(state: RunState) -> dict[str, int]:
 def mean_reward(state: RunState) -> Optional[float]:
     """Mean over the scored trials only (`model.scored`): never-ran rewards are withheld, failed
     ones have none, masked ones measure nothing (core/score.py says over how many of how many)."""
-    rewards = [t.reward for t in state.trials.values() if scored(t)]
-    return sum(rewards) / len(rewards) if rewards else None     # type: ignore[arg-type]  # scored: a reward
+    rewards = [t.reward for t in state.trials.values()      # scored(t), written out: every trial
+               if t.status == T_COMPLETED and t.reward is not None and not t.masked]
+    return sum(rewards) / len(rewards) if rewards else None
 
 
 def verdict(state: RunState) -> Verdict:
