@@ -35,12 +35,12 @@ test: install
 	bash .ci/install_slurm.sh
 	$(BIN)/python -m pytest -q
 
-# The layering (import-linter contracts), the style (ruff) and the core's types (mypy): all set in
-# pyproject.toml, a few seconds.
+# The layering (import-linter contracts), the style (ruff) and the types (mypy: the files listed in
+# pyproject.toml): all set in pyproject.toml, a few seconds.
 lint: install
 	$(BIN)/lint-imports
 	$(BIN)/ruff check gymwatch tests benchmarks scripts
-	$(BIN)/mypy gymwatch/core
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python -m benchmarks

@@ -13,10 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .common import REPO
 from gymwatch.browse.cache import SummaryCache
 from gymwatch.browse.runs import default_jobs, list_runs
 from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState
+
+from .common import REPO
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gym-0.4.0-cases"
 COLD_TARGET, WARM_TARGET = 2.0, 0.5          # seconds for 1,000 runs

@@ -174,7 +174,7 @@ def served(run: Path, settle: float, window: float) -> float:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("gymwatch serve did not come up")
+                    raise RuntimeError("gymwatch serve did not come up") from None
                 time.sleep(0.1)
         return asyncio.run(_tab(port, settle, window, proc.pid))
     finally:

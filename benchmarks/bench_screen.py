@@ -26,7 +26,7 @@ SIZE = (160, 48)
 
 
 def _maxrss_mb() -> float:
-    from ._hwm import vm_hwm_mb   # not ru_maxrss: a child inherits its parent's (see _hwm.py)
+    from ._hwm import vm_hwm_mb  # not ru_maxrss: a child inherits its parent's (see _hwm.py)
     return vm_hwm_mb()
 
 
@@ -112,7 +112,6 @@ async def child_update(n: int, changed: int) -> dict:
     from textual.widgets import DataTable
 
     from gymwatch.core.model import T_FAILED
-
     from gymwatch.tui.trials import COLUMNS, TrialsTable
     st = _state(n)
     keys = list(st.trials)[:: max(1, n // changed)][:changed]

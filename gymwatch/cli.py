@@ -10,22 +10,11 @@ from typing import Callable
 from . import __version__
 from .core.layout import NotARun
 from .core.verdict import EXIT_INPUT
-
-# Not verdicts: a script must tell a mistyped command from a run that failed (sysexits.h's codes).
-EXIT_USAGE = 64       # EX_USAGE: the command line is wrong (argparse's own 2 is a verdict here)
-EXIT_INTERNAL = 70    # EX_SOFTWARE: gymwatch itself failed (a bug: --debug shows the traceback)
+from .errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, UserError
 
 EPILOG = f"""exit codes: 0 ok or still running; 1 some trials failed / never ran / missing (diff: some
 trial got worse); 2 no agent ran, startup failed or collection aborted; 3 unreadable input or not a
-run; {EXIT_USAGE} usage error (a wrong command line); {EXIT_INTERNAL} internal error; 130 interrupted (Ctrl-C)."""
-
-
-class UserError(Exception):
-    """A problem the user can fix: printed as one line, never a traceback."""
-
-
-class UsageError(UserError):
-    """The command line itself is wrong (a value out of range, a missing gym command): exit 64."""
+run; {EXIT_USAGE} usage error (a wrong command line); {EXIT_INTERNAL} internal error; {EXIT_INTERRUPTED} interrupted (Ctrl-C)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -234,11 +223,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gymwatch: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`gymwatch report RUN | head`): stop quietly, as a shell tool does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + 13
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - one line for users, the traceback with --debug
         if args.debug or os.environ.get("GYMWATCH_DEBUG"):
             raise

@@ -163,7 +163,7 @@ def table(header: list[str], rows: list[list[str]], right: frozenset[int] = froz
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     out = []
     for r in [header, *rows]:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
         out.append((indent + "  ".join(cells)).rstrip())
     return out
 

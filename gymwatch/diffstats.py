@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import stats
-from .core.model import RunState, Trial
-from .core.model import scored as is_scored
+from .core.model import RunState, Trial, scored as is_scored
 
 MIN_TASKS = 10          # below this an interval over tasks means little: none is given
 SAME = 1e-12            # a change smaller than this is float noise: the task stayed the same
@@ -207,7 +206,7 @@ def unpaired_text(s: dict[str, Any]) -> str:
     u = s["unpaired"]
 
     def why(by: dict[str, int], side: str) -> str:
-        return f" ({side}: " + ", ".join(f"{n} {st.replace('_', ' ')}" for st, n in by.items()) + ")" if by else ""
+        return f" ({side}: " + ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in by.items()) + ")" if by else ""
     text = (f"counted apart: {u['a_only']} scored in A only{why(u['a_only_b_status'], 'B')}, "
             f"{u['b_only']} in B only{why(u['b_only_a_status'], 'A')}")
     return text + (f"; {u['neither']} scored in neither" if u["neither"] else "")

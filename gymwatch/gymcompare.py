@@ -15,7 +15,7 @@ from pathlib import Path, PurePath
 from typing import Any, Optional
 
 from .core import comparereport
-from .core.comparereport import BadReport, GymComparison, GymCompareReport
+from .core.comparereport import BadReport, GymCompareReport, GymComparison
 from .core.model import T_NEVER_RAN, RunState
 
 AGREE = 0.0005          # figures shown to 3 decimals: closer than this they agree

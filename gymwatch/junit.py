@@ -26,8 +26,19 @@ from typing import Iterator, Optional
 
 from .core import attribution
 from .core.model import (
-    FAILED, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, V_COLLECTION_ABORTED, V_NO_AGENT_RAN,
-    V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Trial,
+    FAILED,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    T_PENDING,
+    V_COLLECTION_ABORTED,
+    V_NO_AGENT_RAN,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
+    Evidence,
+    RunState,
+    Trial,
 )
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, mean_reward, verdict
@@ -185,7 +196,3 @@ def iter_junit(state: RunState, v: Optional[Verdict] = None, hostname: Optional[
     err = f"{HEADLINES.get(v.name, v.name)}: {v.reason}" + (f" ({_where(v.evidence)})" if v.evidence else "")
     yield f"    <system-err>{xml_text(err) if v.exit_code else ''}</system-err>\n"
     yield "  </testsuite>\n</testsuites>\n"
-
-
-def to_junit(state: RunState, v: Optional[Verdict] = None, hostname: Optional[str] = None) -> str:
-    return "".join(iter_junit(state, v, hostname))

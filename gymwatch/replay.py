@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .core.layout import REPLAY_MARKER
+from .errors import UsageError, UserError
 
 TIMELINE = "timeline.jsonl"
 RECORDER_FILES = {"README.md", "truth.json", TIMELINE, "commands.txt"}
@@ -188,14 +189,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     if not args.speed > 0:
-        from .cli import UsageError
-
         raise UsageError(f"replay: --speed must be > 0 (got {args.speed:g})")
     try:
         rp = Replayer(args.src, args.dst, speed=args.speed)
     except (ReplayError, OSError, ValueError, KeyError) as exc:
-        print(f"gymwatch: {exc}", file=sys.stderr)
-        return 3
+        raise UserError(str(exc)) from None
     print(f"replaying {args.src} into {args.dst}: {len(rp.steps)} steps over "
           f"{rp.end / args.speed:.1f}s", file=sys.stderr)
     rp.run(until=args.until)

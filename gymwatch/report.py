@@ -9,13 +9,38 @@ from pydantic_core import to_json as to_json_bytes
 
 from . import __version__
 from .core import attempts, attribution, gymversion, health, pace, rerun, score
-from .core.model import (
-    EXITED, FAILED, INSTALLING, PENDING, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED,
-    V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
-    STALL_ON, EndpointWait,
-    Evidence, GymHealth, Retrying, RunState, Server, Stall, Trial,
-)
 from .core.fast import fork
+from .core.model import (
+    EXITED,
+    FAILED,
+    INSTALLING,
+    PENDING,
+    STALL_ON,
+    STARTING,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    TRIAL_STATUSES,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_NO_AGENT_RAN,
+    V_OK,
+    V_SOME_FAILED,
+    V_SOME_NEVER_RAN,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
+    EndpointWait,
+    Evidence,
+    GymHealth,
+    Retrying,
+    RunState,
+    Server,
+    Stall,
+    Trial,
+)
 from .core.sanitize import clean
 from .core.verdict import Verdict, counts, verdict
 
@@ -131,7 +156,7 @@ def health_totals_json(state: RunState) -> Optional[dict]:
 def sorted_trials(state: RunState) -> list[Trial]:
     """The trials by (task, rollout). Sorted by one int each (task * (largest rollout + 1) +
     rollout, the same order): comparing the tuple keys, scattered over the heap as the rows
-    came, was twice as slow."""
+    came, took about twice as long."""
     trials = state.trials
     keys = list(trials)
     rolls = [r for _, r in keys]
@@ -512,7 +537,7 @@ class _PlainTrials:
         inp, out, att, reward = t.input_tokens, t.output_tokens, t.attempt_index, t.reward
         if type(reward) is not float and reward is not None:
             return None
-        # the caches looked up here, `_encoded` only on a miss (a call a value is a large part of writing a plain trial)
+        # the caches looked up here, `_encoded` only on a miss: a call a field was a good part of writing a trial
         floats, strs, agent, file, text = self._floats, self._strs, t.agent or None, ev.file, ev.text
         return self.TEMPLATE % (
             t.task_index, t.rollout_index, "null" if att is None else att,

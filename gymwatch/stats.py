@@ -38,7 +38,7 @@ def bootstrap_means(sums: Sequence[float], counts: Sequence[int], resamples: int
     `sums[i]`: task i's summed differences (B - A) over its paired trials, `counts[i]` (>= 1) how
     many it has. Each task is one complex number (sum + count·j), so one resample is a single
     `sum()` over `random.choices` and both totals come out of it together."""
-    tasks = [complex(s, n) for s, n in zip(sums, counts)]
+    tasks = [complex(s, n) for s, n in zip(sums, counts, strict=True)]
     rng = random.Random(seed)
     k = len(tasks)
     means = []
@@ -61,7 +61,7 @@ def clustered_normal(sums: Sequence[float], counts: Sequence[int],
     """mean ± z·SE, the SE clustered by task (the ratio estimator's, with k/(k-1))."""
     k, n = len(sums), sum(counts)
     mean = sum(sums) / n
-    spread = math.fsum((s - mean * c) ** 2 for s, c in zip(sums, counts))
+    spread = math.fsum((s - mean * c) ** 2 for s, c in zip(sums, counts, strict=True))
     se = math.sqrt(k / (k - 1) * spread) / n
     z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
     return mean - z * se, mean + z * se

@@ -19,9 +19,7 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # the tests' helpers
 
 from gymwatch.core import session as core_session  # noqa: E402
-from tuihelpers import (  # noqa: E402
-    FakeClock, fixture_app, make_app, staged_live, view_settled, wait_for,
-)
+from tuihelpers import FakeClock, fixture_app, make_app, staged_live, view_settled, wait_for  # noqa: E402
 
 SIZE = (140, 42)
 COLD_START = [3.3, 9.4, 10.4, 12.4, 20.0, 24.2, 24.5, 25.5, 26.2]

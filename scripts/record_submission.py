@@ -72,8 +72,6 @@ def _stub(flags: str) -> dict:
     return {"services": {"policy": {"extra_args": flags}}}
 
 
-MCQA_RUN = {"split": "validation", "num_repeats": 2, "num_samples_in_parallel": 2}
-
 CASES: dict[str, Case] = {
     "completed": Case("a run that completes: the policy service becomes ready, the driver collects 10 "
                       "rollouts, the job ends COMPLETED (its service step cancelled, as every job ends)"),

@@ -45,7 +45,7 @@ def record_made(monkeypatch, owner, name: str) -> list:
 @pytest.fixture
 def clock():
     """A settable clock at tuihelpers.EPOCH (no wall time in what the screen shows)."""
-    from tuihelpers import FakeClock     # here, not at the top: it imports the whole screen
+    from tuihelpers import FakeClock  # here, not at the top: it imports the whole screen
     return FakeClock()
 
 

@@ -27,7 +27,6 @@ import pytest
 from slurmgym import GymMissing, Submission, Workspace, gym_lock
 from slurmrig import RigError, SlurmRig, running_rig
 
-
 # One rig per test process. Each module that imports `slurm_rig` gets a fixture of its own (pytest
 # keys fixtures by where they are defined), so a second module's session fixture would wait
 # forever for the lock the first one holds: they share this one, stopped when the last lets go.

@@ -58,7 +58,7 @@ def serving(run: Path, *extra: str) -> Iterator[tuple[int, subprocess.Popen]]:
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     reader.join(5)
-                    raise RuntimeError(f"gymwatch serve did not come up: {''.join(lines) or 'timeout'}")
+                    raise RuntimeError(f"gymwatch serve did not come up: {''.join(lines) or 'timeout'}") from None
                 time.sleep(0.1)
         yield port, proc
     finally:

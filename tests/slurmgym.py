@@ -227,7 +227,7 @@ class Submission:
         lines = [ln for ln in out.stdout.splitlines() if self._mine(ln)]
         changed = []
         for line in lines:
-            f = dict(zip(SQUEUE_HEADER.split("|"), line.split("|")))
+            f = dict(zip(SQUEUE_HEADER.split("|"), line.split("|"), strict=True))
             jid = f["JOBID"]
             prev = self.jobs.get(jid)
             self.jobs[jid] = f

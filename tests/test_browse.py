@@ -12,28 +12,36 @@ from pathlib import Path
 import pytest
 
 from conftest import record_made
-from gymwatch.browse import runs as runs_mod
-from gymwatch.browse import screen as screen_mod
-from gymwatch.browse import summary as summary_mod
-from gymwatch.browse import workers as workers_mod
+from gymwatch.browse import runs as runs_mod, screen as screen_mod, summary as summary_mod, workers as workers_mod
 from gymwatch.browse.cache import SummaryCache, cache_dir
-from gymwatch.browse.runs import list_runs
-from gymwatch.browse.scan import discover_found, find_runs, signature, walk
-from gymwatch.browse.workers import WorkerPool
 from gymwatch.browse.compare import CompareScreen, EvidenceScreen
 from gymwatch.browse.fmt import COLUMNS, RUN_MIN, fit, shorten
+from gymwatch.browse.runs import list_runs
+from gymwatch.browse.scan import Found, discover_found, signature, walk
 from gymwatch.browse.screen import BrowseApp, BrowseScreen, BrowseState, RunDetail, sort_value
+from gymwatch.browse.workers import WorkerPool
 from gymwatch.cli import main
-from gymwatch.core.layout import Listings, discover, list_dir
+from gymwatch.core.layout import Listings, NotARun, RunLayout, discover, list_dir
 from gymwatch.core.session import read_run
-from gymwatch.tui.card import TrialCard
 from gymwatch.core.verdict import counts, mean_reward, verdict
+from gymwatch.tui.card import TrialCard
 from runbuilder import scored_pair
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = FIXTURES / "gym-0.4.0-cases"
 CASE_NAMES = ("aborted_500", "evaluator_bundle", "mixed_ok", "some_never_ran", "startup_failed")
 T0 = 1_780_000_000      # a fixed clock for file times (2026-05-28 20:26:40 UTC)
+
+
+def find_runs(roots) -> list[tuple[Found, RunLayout]]:
+    """Every run the walk finds under `roots` that discover() recognises, as the browser sees it."""
+    out = []
+    for found in walk(roots):
+        try:
+            out.append((found, discover_found(found)))
+        except NotARun:
+            continue
+    return out
 
 
 @pytest.fixture(autouse=True)
@@ -907,9 +915,9 @@ async def test_a_scan_hands_runs_over_in_few_batches(tmp_path, monkeypatch):
 
 
 def test_browse_cells_are_not_measured_by_the_table():
-    """The screen sets its columns' widths; DataTable measuring each new cell (~35 us, a third
-    of the UI's time in a cold scan of 1,000 runs) is skipped: the measure asks for no console
-    options at all, and the cell still renders as its text."""
+    """The screen sets its columns' widths; DataTable measuring each new cell (much of the UI's
+    time in a cold scan) is skipped: the measure asks for no console options at all, and the cell
+    still renders as its text."""
     from rich.console import Console
     from textual.render import measure
 
@@ -975,6 +983,28 @@ async def test_compare_two_marked_runs_and_open_a_changed_trial(tmp_path):
         assert app.screen is cmp
         await pilot.press("escape")
         assert app.screen is screen
+
+
+async def test_around_it_on_a_compared_trials_card_opens_its_line(tmp_path):
+    """`t` on a card (every server's log around the trial, on the live screen) opens, on the
+    compare screen, the highlighted line of the trial in its log: the card hands back an AroundIt,
+    not an Evidence, and that must not reach the line screen as one."""
+    root = make_tree(tmp_path / "runs")
+    app = BrowseApp(BrowseState([str(root)]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scanned(pilot, app)
+        cmp = await open_compare(pilot, app, root / "exp0" / "mixed_ok", root / "exp1" / "some_never_ran", [str(root)])
+        await pilot.press("b")                                          # a never-ran trial's card in run B
+        await pilot.pause()
+        card = app.screen
+        assert isinstance(card, TrialCard) and card.card.lines
+        first = card.card.lines[0]
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, EvidenceScreen) and app.screen.ev is first
+        assert app.screen.query_one("LogView").border_title == first.where()
+        await pilot.press("escape")
+        assert app.screen is cmp
 
 
 def test_snapshot_compare_screen(snap_compare, tmp_path, monkeypatch):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from conftest import CASES, CASES07, RECORDED070
-
 from gymwatch.core import card
 from gymwatch.core.model import Evidence
 from gymwatch.core.session import read_run

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gymwatch.cli import EXIT_INTERNAL, EXIT_USAGE, build_parser, main, _load_extras
+from gymwatch.cli import _load_extras, build_parser, main
 from gymwatch.core.verdict import EXIT_INPUT, EXIT_OK, EXIT_RUN, EXIT_TRIALS
+from gymwatch.errors import EXIT_INTERNAL, EXIT_USAGE
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 VERDICT_CODES = {EXIT_OK, EXIT_TRIALS, EXIT_RUN, EXIT_INPUT}

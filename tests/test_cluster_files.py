@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gymwatch.core.cluster import files as F
-from gymwatch.core.cluster import jobscript, record
+from gymwatch.core.cluster import files as F, jobscript, record
 from gymwatch.core.cluster.facts import ChainEntry, HealthWait, SlurmError
 
 SLURM = Path(__file__).parent / "fixtures" / "gym-0.7.0-slurm"

@@ -9,13 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from gymwatch.core.cluster import files as F
-from gymwatch.core.cluster import jobscript, record
+from gymwatch.core.cluster import files as F, jobscript, record
 from gymwatch.core.cluster.conclusion import conclude
 from gymwatch.core.cluster.job import fold, job_ids_in
 from gymwatch.core.cluster.model import (
-    FROM_FILES, FROM_SLURM, P_ENDED, P_NOT_SUBMITTED, P_QUEUED, P_RUNNING, SV_DIED, SV_ENDED, SV_HEALTHY,
-    SV_NEVER_HEALTHY, SV_NOT_STARTED, SV_STARTING,
+    FROM_FILES,
+    FROM_SLURM,
+    P_ENDED,
+    P_NOT_SUBMITTED,
+    P_QUEUED,
+    P_RUNNING,
+    SV_DIED,
+    SV_ENDED,
+    SV_HEALTHY,
+    SV_NEVER_HEALTHY,
+    SV_NOT_STARTED,
+    SV_STARTING,
 )
 from gymwatch.core.cluster.slurmcli import SlurmJob, SlurmPoll, parse_sacct, parse_scontrol
 

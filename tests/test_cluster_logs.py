@@ -9,9 +9,26 @@ import pytest
 
 from gymwatch.core.cluster import batchlog, steplog
 from gymwatch.core.cluster.facts import (
-    A_EXIT_DONE, A_RESUME, A_RETRY, A_STOP_CANCELLED, ChainStopped, CollectionFinished, FollowUpFailed, FollowUpQueued,
-    HealthGaveUp, HealthReady, HealthWait, Listening, OutOfMemory, PreviousJob, ResumedRows, SlurmError,
-    SlurmKill, StepAborted, StepErrorLine, TaskEnded,
+    A_EXIT_DONE,
+    A_RESUME,
+    A_RETRY,
+    A_STOP_CANCELLED,
+    ChainStopped,
+    CollectionFinished,
+    FollowUpFailed,
+    FollowUpQueued,
+    HealthGaveUp,
+    HealthReady,
+    HealthWait,
+    Listening,
+    OutOfMemory,
+    PreviousJob,
+    ResumedRows,
+    SlurmError,
+    SlurmKill,
+    StepAborted,
+    StepErrorLine,
+    TaskEnded,
 )
 from gymwatch.core.model import Evidence
 

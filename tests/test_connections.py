@@ -5,12 +5,11 @@ stalled or ended a collection, named at the line that shows it."""
 import os
 import time
 
-from runbuilder import Run, rollout
-
 from gymwatch.core.session import read_run
 from gymwatch.core.verdict import verdict
 from gymwatch.report import render, to_json
 from gymwatch.tui.board import why_text
+from runbuilder import Run, rollout
 
 
 def retry(url: str, retry_: int, elapsed: float, hits: int, error: str = "ClientOSError") -> str:

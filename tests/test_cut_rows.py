@@ -3,11 +3,10 @@ evidence of the trials it never wrote, not whatever the collector printed last."
 
 import json
 
-from runbuilder import Run, rollout
-
 from gymwatch.core.session import RunSession, read_run
 from gymwatch.core.verdict import verdict
 from gymwatch.report import render, to_json
+from runbuilder import Run, rollout
 
 INFO = ("[2026-12-01 06:31:30,423][nemo_gym.telemetry.connection_pool][INFO] - aiohttp connection pool capacity "
         "for this server/CLI process group: workers=1")

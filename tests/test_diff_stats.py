@@ -90,7 +90,7 @@ def test_trials_one_side_did_not_score_are_counted_apart_never_as_zeros(tmp_path
     a, b = Run(tmp_path / "A"), Run(tmp_path / "B")
     a.expect(17)
     b.expect(16)
-    for t, (ra, rb) in enumerate(zip(A12, B12)):
+    for t, (ra, rb) in enumerate(zip(A12, B12, strict=True)):
         a.rows("", rollout(t, 0, reward=ra))
         b.rows("", rollout(t, 0, reward=rb))
     a.rows("", rollout(12, 0, reward=1.0), rollout(13, 0, reward=1.0), rollout(14, 0, reward=1.0),

@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from runbuilder import Run, rollout
-
 from gymwatch.core import fast, session
 from gymwatch.core.fast import fork
 from gymwatch.core.session import read_run
+from runbuilder import Run, rollout
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -28,7 +28,7 @@ def assert_same(lines: list[bytes], cuts: list[int], monkeypatch) -> None:
     lines = [raw for raw in lines if b"\n" not in raw and b"\r" not in raw]    # (a block holds no \r)
     bounds = sorted({0, len(lines), *(c % (len(lines) + 1) for c in cuts)})
     for kind in ("rollout_rows", "input_rows"):
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in zip(bounds, bounds[1:], strict=False):
             block = b"".join(raw + b"\n" for raw in lines[a:b])
             assert _read(kind, block, True, monkeypatch) == _read(kind, block, False, monkeypatch), (kind, block[:300])
 

@@ -11,11 +11,9 @@ import re
 from dataclasses import asdict
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gymwatch.core import fast
-from gymwatch.core import gymlines as gl
+from gymwatch.core import fast, gymlines as gl
 from gymwatch.core.fast import scan
 from gymwatch.core.layout import BOTH, ENV, EVAL, VALIDATE
 from gymwatch.core.model import READY, RunState
@@ -164,7 +162,7 @@ def _stamped(i: int, text: str) -> str:
 
 def _cut(lines: list[str], cuts: list[int]) -> list[tuple[int, bytes]]:
     bounds = sorted({0, len(lines), *(c % (len(lines) + 1) for c in cuts)})
-    return [(a + 1, "".join(t + "\n" for t in lines[a:b]).encode()) for a, b in zip(bounds, bounds[1:])]
+    return [(a + 1, "".join(t + "\n" for t in lines[a:b]).encode()) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def _server_state(lines: list[str], cuts: list[int], quick: bool) -> dict:

@@ -7,13 +7,13 @@ import os
 import time
 
 import pytest
-from runbuilder import Run, rollout
 
 from gymwatch.core import gymversion
 from gymwatch.core.model import Evidence, RunState
 from gymwatch.core.reducer import Reducer
 from gymwatch.core.session import read_run
 from gymwatch.report import to_json
+from runbuilder import Run, rollout
 
 ROW = '{"_ng_rollout_index": %d, "_ng_task_index": %d, "agent_name": "agent"}'
 

@@ -8,14 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from runbuilder import Run, rollout
 
+from conftest import CASES
 from gymwatch.core import tail
 from gymwatch.core.session import RunSession, read_run
 from gymwatch.core.verdict import counts, verdict
 from gymwatch.report import render, to_json
-
-from conftest import CASES
+from runbuilder import Run, rollout
 
 
 def cli(*args, timeout=120):

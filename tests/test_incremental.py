@@ -4,10 +4,9 @@ import os
 import shutil
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import CASES, CASES07, FIXTURES, MCQA, RECORDED070, RECORDED0506
+from conftest import CASES, CASES07, FIXTURES, MCQA, RECORDED0506, RECORDED070
 from gymwatch.core.session import RunSession, read_run
 from gymwatch.core.verdict import verdict
 from gymwatch.report import to_json
@@ -173,7 +172,7 @@ def test_any_one_server_log_read_first_gives_the_same_model(tmp_path, src):
     for first in logs:
         dst = tmp_path / first
         shutil.copytree(src, dst)
-        assert read_held_back(dst, lambda p: p.name != first) == whole, first
+        assert read_held_back(dst, lambda p, first=first: p.name != first) == whole, first
 
 
 @pytest.mark.parametrize("src", sorted(p for d in (RECORDED0506, RECORDED070, FIXTURES / "gym-0.4.0-recorded")
@@ -189,7 +188,7 @@ def test_any_one_captured_stream_read_first_gives_the_same_model(tmp_path, src):
     for first in streams:
         dst = tmp_path / first
         shutil.copytree(src, dst)
-        got = read_held_back(dst, lambda p: p.name != first and p.name in streams)
+        got = read_held_back(dst, lambda p, first=first: p.name != first and p.name in streams)
         assert without_last_lines(got) == whole, first
 
 
@@ -224,7 +223,7 @@ def test_trials_that_turn_missing_are_reported_as_changed(tmp_path):
     session.poll()
     pending = {k for k, t in session.state.trials.items() if t.status == "pending"}
     assert pending
-    for p, data in zip(later, held):
+    for p, data in zip(later, held, strict=True):
         p.write_bytes(data)
     changes = session.poll()
     missing = {k for k, t in session.state.trials.items() if t.status == "missing"}

@@ -15,16 +15,15 @@ import pytest
 import xmlschema
 
 from conftest import CASES, CASES07
-
 from gymwatch.core.session import read_run
-from gymwatch.junit import to_junit, xml_attr, xml_text
+from gymwatch.junit import iter_junit, xml_attr, xml_text
 
 SCHEMA = xmlschema.XMLSchema(str(Path(__file__).parent / "schemas" / "junit-ant.xsd"))
 ALL_CASES = sorted(p for p in list(CASES.iterdir()) + list(CASES07.iterdir()) if p.is_dir())
 
 
 def junit(run: Path) -> tuple[str, ET.Element]:
-    xml = to_junit(read_run(str(run), check_processes=False).state, hostname="ci-host")
+    xml = "".join(iter_junit(read_run(str(run), check_processes=False).state, hostname="ci-host"))
     SCHEMA.validate(xml)                        # raises with the path of the first violation
     return xml, ET.fromstring(xml)
 

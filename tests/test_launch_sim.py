@@ -103,9 +103,9 @@ def test_startup_timeout_says_what_is_pending_and_kills(tmp_path, run_dirs):
 
 
 def test_process_facts_show_a_server_installing(tmp_path, run_dirs):
+    from gymwatch.launch.demo import demo_plan
     from gymwatch.launch.procfacts import server_processes
     from gymwatch.launch.runner import launch
-    from gymwatch.sim.plan import demo_plan
 
     plan = demo_plan(tmp_path / "run", speed=1.0)
     run_dirs.append(plan.run_dir)
@@ -139,8 +139,8 @@ def test_stop_on_a_non_run_is_one_line(tmp_path):
 
 
 def test_closing_the_screen_can_stop_or_leave_the_run(tmp_path, run_dirs, capsys):
+    from gymwatch.launch.demo import demo_plan
     from gymwatch.launch.runner import ask_on_quit, is_live, launch
-    from gymwatch.sim.plan import demo_plan
 
     plan = demo_plan(tmp_path / "run", speed=1.0)
     run_dirs.append(plan.run_dir)
@@ -164,10 +164,9 @@ def test_env_only_returns_once_every_server_is_ready_and_leaves_them_up(tmp_path
 
 
 def test_attach_on_a_launched_run_can_stop_it_on_quit(tmp_path, run_dirs):
-    from test_processes import run_screen
-
+    from gymwatch.launch.demo import demo_plan
     from gymwatch.launch.runner import is_live, launch
-    from gymwatch.sim.plan import demo_plan
+    from test_processes import run_screen
 
     plan = demo_plan(tmp_path / "run", speed=1.0)
     run_dirs.append(plan.run_dir)

@@ -121,10 +121,10 @@ def test_on_a_terminal_the_submission_dir_is_attached(tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(sys, "stdin", type("T", (), {"isatty": lambda self: True})())
     monkeypatch.setattr(sys, "stdout", type("T", (), {"isatty": lambda self: True, "write": lambda s, x: None})())
-    monkeypatch.setattr("gymwatch.cli._attach", lambda args: seen.append(args) or 0)
+    monkeypatch.setattr("gymwatch.tui.app.run_app", lambda args: seen.append(args) or 0)
     assert submit_mod.open_submission(Path("/runs/gym-job-x")) == 0
     [args] = seen
-    assert args.path == "/runs/gym-job-x" and args.on_quit == "leave"
+    assert args.path == "/runs/gym-job-x" and args.head is None
 
 
 def test_the_record_is_found_in_what_gym_printed():

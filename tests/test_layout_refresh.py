@@ -8,10 +8,9 @@ import json
 
 import pytest
 
-from runbuilder import Run, rollout
-
 from gymwatch.core.layout import ENV, LAUNCHED, MANIFEST_NAME, WAITING, NotARun, discover
 from gymwatch.core.session import RunSession
+from runbuilder import Run, rollout
 
 ENV_LINES = ["0 / 1 servers ready. Waiting for servers to spin up: ['mcqa']",
              "(mcqa) INFO:     Uvicorn running on http://127.0.0.1:1 (Press CTRL+C to quit)"]

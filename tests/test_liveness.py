@@ -4,11 +4,10 @@ the shared filesystem) is judged by its files; shutdown tracebacks are not error
 import os
 import time
 
-from runbuilder import Run, rollout
-
 from gymwatch.core.session import RunSession
 from gymwatch.core.verdict import verdict
 from gymwatch.report import to_json
+from runbuilder import Run, rollout
 
 
 def open_checked(root) -> RunSession:

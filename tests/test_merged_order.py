@@ -4,7 +4,6 @@ them, else by their timestamps, else file by file; lines appended later in arriv
 from pathlib import Path
 
 from conftest import CASES07
-
 from gymwatch.core.logset import BY_GYM, BY_STAMPS, LogSet, arrival_order
 
 

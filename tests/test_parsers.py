@@ -7,9 +7,8 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gymwatch.core import gymlines as gl
+from gymwatch.core import gymlines as gl, markers
 from gymwatch.core.layout import NotARun, discover
-from gymwatch.core import markers
 from gymwatch.core.markers import find_marker, is_error_line
 from gymwatch.core.records import BadLine, failure_facts, materialized_facts, rollout_facts
 from gymwatch.core.redact import REDACTED, redact_argv, redact_obj, redact_text

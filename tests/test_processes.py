@@ -10,12 +10,12 @@ import time
 
 import psutil
 import pytest
-from runbuilder import Run, rollout
 
 from conftest import CASES
 from gymwatch.core import procs
 from gymwatch.core.session import RunSession
 from gymwatch.core.verdict import verdict
+from runbuilder import Run, rollout
 
 
 @pytest.fixture

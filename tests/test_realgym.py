@@ -16,7 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest_realgym import MCQA, PY313, free_port, gymwatch, in_sessions, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, stub, wait_for  # noqa: F401
+from conftest_realgym import (  # noqa: F401
+    MCQA,
+    PY313,
+    free_port,
+    gymwatch,
+    in_sessions,
+    marked,
+    ray_tmpdir,
+    realgym_lock,
+    run_dirs,
+    run_id,
+    stub,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.realgym, pytest.mark.timeout(900)]
 

@@ -16,7 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from conftest_realgym import MCQA, file_has, free_port, gymwatch, in_sessions, listening, marked, ray_tmpdir, realgym_lock, run_dirs, run_id, stub, wait_for  # noqa: F401
+from conftest_realgym import (  # noqa: F401
+    MCQA,
+    file_has,
+    free_port,
+    gymwatch,
+    in_sessions,
+    listening,
+    marked,
+    ray_tmpdir,
+    realgym_lock,
+    run_dirs,
+    run_id,
+    stub,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.realgym, pytest.mark.timeout(900)]
 

@@ -13,8 +13,6 @@ from conftest_slurm import slurm_gym, slurm_rig  # noqa: F401
 
 pytestmark = [pytest.mark.realslurm, pytest.mark.timeout(900)]
 
-ENDED = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED")
-
 
 def gymwatch_stop(slurm_gym, target, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gymwatch", "stop", *args, str(target)], env=slurm_gym.env,

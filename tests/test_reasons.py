@@ -7,12 +7,12 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from runbuilder import Run, rollout
 
 from conftest import CASES, CASES07
 from gymwatch.core import upstream
 from gymwatch.core.session import read_run
 from gymwatch.report import to_json
+from runbuilder import Run, rollout
 
 RECORDED = CASES.parent
 LONG = ("This model's maximum context length is 4096 tokens. However, you requested 5120 tokens (4096 in the "

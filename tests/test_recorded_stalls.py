@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES
 from gymwatch.core.model import T_COMPLETED
 from gymwatch.core.session import read_run
 from gymwatch.core.verdict import verdict
 from gymwatch.replay import Replayer, run_files
-from conftest import FIXTURES
 
 STALLS = FIXTURES / "gym-0.7.0-stalls"
 

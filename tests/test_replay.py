@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CASES
 from gymwatch.cli import main
 from gymwatch.core.layout import REPLAY_MARKER
 from gymwatch.replay import Replayer, ReplayError, load_timeline, run_files, synthesize
-from conftest import CASES
 
 
 def same_tree(src: Path, dst: Path) -> None:

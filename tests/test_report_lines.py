@@ -7,11 +7,11 @@ import re
 import time
 
 import pytest
-from runbuilder import Run, rollout
 
 from conftest import FIXTURES
 from gymwatch.core.session import read_run
 from gymwatch.report import render, to_json
+from runbuilder import Run, rollout
 
 RUNS = sorted(p.parent for p in FIXTURES.glob("*/*/rollouts.jsonl"))
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CASES07, RECORDED070
 from gymwatch.cli import main
 from gymwatch.core import rerun
 from gymwatch.core.session import read_run
 from gymwatch.retry import _rerun_argv
-from conftest import CASES07, RECORDED070
 from runbuilder import Run, rollout
 
 SIDECAR = CASES07 / "g07_run_failures_sidecar"        # tasks 1 and 3 failed (4 failure rows), 6 completed

@@ -3,11 +3,10 @@
 import json
 from pathlib import Path
 
-from runbuilder import Run, rollout
-
 from gymwatch.core.session import RunSession, read_run
 from gymwatch.core.verdict import verdict
 from gymwatch.report import to_json
+from runbuilder import Run, rollout
 
 
 def report(root):

@@ -11,12 +11,11 @@ import json
 import pytest
 
 from conftest import CASES, CASES07, FIXTURES, json_report
+from gymwatch.core import records, score
+from gymwatch.core.session import read_run
 from runbuilder import Run, rollout
 from test_tui_app import summary_plain
 from tuihelpers import fixture_app, wait_for
-
-from gymwatch.core import records, score
-from gymwatch.core.session import read_run
 
 SIDECAR = CASES07 / "g07_run_failures_sidecar"
 NEVER_RAN = CASES07 / "g07_some_never_ran"

@@ -21,9 +21,8 @@ import psutil
 import pytest
 
 from conftest import CASES
-from headless_browser import Browser, Lid, Tab, colour_share, processes_naming, serving
-
 from gymwatch import serve as serve_mod
+from headless_browser import Browser, Lid, Tab, colour_share, processes_naming, serving
 
 VERDICT_RED = (244, 0, 95)      # the theme's red under "✗ COLLECTION ABORTED"
 
@@ -109,7 +108,15 @@ def run_copy(tmp_path: Path) -> Iterator[Path]:
 
 
 def screens_of(run: Path) -> list:
-    return [p for p in processes_naming(str(run)) if "attach" in p.cmdline()]
+    """The screens (`gymwatch attach`) running on `run`; one that ends while looked at is not."""
+    found = []
+    for p in processes_naming(str(run)):
+        try:
+            if "attach" in p.cmdline() and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
 
 
 async def first_screen(run: Path, timeout: float = 30) -> psutil.Process:

@@ -105,8 +105,7 @@ async def test_the_demos_merged_log_is_in_the_order_gym_received_the_lines(demo)
     wrote nothing to order its lines by. Like a real Gym run with `+nemo_gym_log_dir`, each server
     now has its own log and prints the same lines to Gym's stdout, so `m` interleaves the servers
     as Gym received their lines: the agent and the model are up while mcqa still builds its venv."""
-    from tuihelpers import fixture_app, view_settled
-    from tuihelpers import wait_for as settle
+    from tuihelpers import fixture_app, view_settled, wait_for as settle
 
     run_dir, _, _ = demo
     logs = run_dir / "logs"

@@ -32,7 +32,7 @@ class Case:
     def sacct(self) -> dict[str, list[str]]:
         lines = (self.meta / "sacct.txt").read_text().splitlines()
         head = lines[0].split("|")
-        return {row[0]: dict(zip(head, row)) for row in (ln.split("|") for ln in lines[1:])}
+        return {row[0]: dict(zip(head, row, strict=True)) for row in (ln.split("|") for ln in lines[1:])}
 
     def out(self, bench: str, jid: str) -> str:
         return (self.copy / bench / f"slurm-{jid}.out").read_text()
@@ -102,7 +102,7 @@ def test_timeout_resumed():
     assert bench["job_id"] == timed_out[0]                    # the record names the first link only
     job_dir = case.here(bench["job_dir"])
     assert (job_dir / ".gym_job_chain").read_text().split() == [*timed_out, done]
-    for prev, link in zip([*timed_out, done], [*timed_out[1:], done, never]):
+    for prev, link in zip([*timed_out, done], [*timed_out[1:], done, never], strict=True):
         if link != never:
             assert f"Previous job {prev}: TIMEOUT. Resuming..." in case.out("mcqa", link)
         assert f"Auto-resume follow-up queued: {link} (afternotok:{prev})" in case.out("mcqa", prev)

@@ -13,15 +13,14 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, json_report
-from test_tui_app import summary_plain
-from tuihelpers import EPOCH, FakeClock, make_app, staged_live, wait_for
-
 from gymwatch.core import pace
 from gymwatch.core.model import STALL_ENDED, STALL_RECOVERED, ongoing_stall
 from gymwatch.core.verdict import verdict
 from gymwatch.replay import Replayer, load_timeline
 from gymwatch.tui.live import LiveRun
 from gymwatch.tui.notify import StageNotifier
+from test_tui_app import summary_plain
+from tuihelpers import EPOCH, FakeClock, make_app, staged_live, wait_for
 
 STALLS = FIXTURES / "gym-0.7.0-stalls"
 FOR_GOOD = STALLS / "g070_endpoint_silent_for_good"

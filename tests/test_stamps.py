@@ -111,7 +111,7 @@ def _row(created: float, pad: int = 0) -> bytes:
 def test_rows_span_is_the_first_and_last_rows_response_times(tmp_path, pads, end):
     times = [1_780_000_000.0 + 60 * i for i in range(len(pads))]
     p = tmp_path / "rollouts.jsonl"
-    p.write_bytes(b"\n".join(_row(t, pad) for t, pad in zip(times, pads)) + end)
+    p.write_bytes(b"\n".join(_row(t, pad) for t, pad in zip(times, pads, strict=True)) + end)
     first, last = stamps.rows_span(p)
     # rows are looked at in their first and last 4 MB: a first row longer has no response time
     # (its `response` comes after the inputs), a last row has it at its end

@@ -5,10 +5,9 @@ after their venv install are all named; a collection seen only through its files
 from __future__ import annotations
 
 from conftest import FIXTURES
-
+from gymwatch.core.layout import ENV
 from gymwatch.core.model import RunState
 from gymwatch.core.reducer import Reducer
-from gymwatch.core.layout import ENV
 from gymwatch.core.session import RunSession
 from gymwatch.core.verdict import verdict
 from gymwatch.replay import Replayer

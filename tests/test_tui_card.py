@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from conftest import CASES, CASES07, RECORDED070
-
 from gymwatch.tui.card import TrialCard
 from gymwatch.tui.logscreens import LineScreen
 from tuihelpers import fixture_app, view_settled, wait_for

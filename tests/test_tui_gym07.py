@@ -9,7 +9,6 @@ import pytest
 
 from conftest import CASES07
 from test_tui_app import summary_plain
-
 from tuihelpers import EPOCH, FakeClock, fixture_app, make_app, settled, staged_live, wait_for
 
 SIZE = (120, 40)

@@ -18,12 +18,12 @@ from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
 
 from conftest import CASES07, FIXTURES
-from test_tui_app import summary_plain
 from gymwatch.core.verdict import verdict
 from gymwatch.tui.card import TrialCard
-from gymwatch.tui.helpscreen import HelpScreen, help_rows
 from gymwatch.tui.geometry import PHASE_MIN, SERVER_CAP, board_rows, fit_board, fit_columns, trials_width
+from gymwatch.tui.helpscreen import HelpScreen, help_rows
 from gymwatch.tui.keymap import CARD, all_bindings
+from test_tui_app import summary_plain
 from tuihelpers import fixture_app, make_app, staged_live, toasts, view_settled, wait_for
 
 SIZES = [(80, 24), (120, 36), (200, 50)]

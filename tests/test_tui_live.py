@@ -32,7 +32,7 @@ async def test_replay_fills_the_screen(tmp_path: Path, clock):
             clock.t = EPOCH + t
             before = app.polls
             app.hints.put_nowait(t)
-            assert await wait_for(pilot, lambda: app.polls > before)
+            assert await wait_for(pilot, lambda before=before: app.polls > before)
             boards.append(ready_counts(app))
             trial_rows.append(app.trials.row_count)
         assert boards[0][0] == 0 and boards[-1] == (3, 3)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from conftest import CASES, CASES07
-
 from gymwatch.cli import _load_extras, build_parser
 from gymwatch.tui.notify import StageNotifier, osc_text, sequences
 from tuihelpers import EPOCH, FakeClock, fixture_app, make_app, staged_live, toasts, wait_for

@@ -18,9 +18,9 @@ from textual.widgets._toast import Toast
 from conftest import CASES07
 from gymwatch.core.model import T_FAILED, T_MISSING, T_NEVER_RAN
 from gymwatch.tui.head import Probe
-from gymwatch.tui.polling import HeadProbed
 from gymwatch.tui.helpscreen import HelpScreen
 from gymwatch.tui.keymap import CARD, all_bindings
+from gymwatch.tui.polling import HeadProbed
 from gymwatch.tui.trials import _why
 from runbuilder import Run
 from tuihelpers import EPOCH, fixture_app, screen_lines, toasts, view_settled, wait_for
@@ -214,6 +214,7 @@ async def test_at_80_columns_the_footer_shows_only_whole_labels(pane):
 async def test_g_pauses_following_and_the_header_says_so(tmp_path: Path, clock, lines):
     """The header said `● following` after `g` went to the top."""
     import shutil
+
     from conftest import CASES
     run = tmp_path / "run"
     shutil.copytree(CASES / "mixed_ok", run)

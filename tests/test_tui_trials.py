@@ -6,8 +6,8 @@ from textual.app import App, ComposeResult
 
 from gymwatch.core.model import RunState, Trial
 from gymwatch.tui import trials as trials_mod
-from tuihelpers import wait_for
 from gymwatch.tui.trials import TrialsTable
+from tuihelpers import wait_for
 
 
 class Host(App):

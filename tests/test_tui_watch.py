@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CASES
 from gymwatch.tui.app import GymwatchApp
 from gymwatch.tui.live import LiveRun
-from conftest import CASES
-from tuihelpers import wait_for
 from gymwatch.tui.watch import fs_type, is_network_fs, needs_polling, watchfiles_source
+from tuihelpers import wait_for
 
 
 def test_network_filesystems_poll():

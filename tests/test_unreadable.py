@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-from runbuilder import Run, rollout
 
 from conftest import CASES
 from gymwatch.core.session import RunSession, read_run
@@ -21,6 +20,7 @@ from gymwatch.core.verdict import EXIT_INPUT, verdict
 from gymwatch.junit import iter_junit
 from gymwatch.report import render, to_json
 from gymwatch.tui.summary import reason_text
+from runbuilder import Run, rollout
 
 
 def cli(*args):

@@ -8,12 +8,12 @@ import subprocess
 import sys
 
 import pytest
-from runbuilder import Run, rollout
 
 from conftest import CASES
 from gymwatch.cli import main
 from gymwatch.core.layout import NotARun, discover
 from gymwatch.core.verdict import EXIT_INPUT
+from runbuilder import Run, rollout
 
 JUNK = b'{"hello": "world"}\n{"hello": "again", "n": 2}\nnot json at all\n'
 

@@ -6,8 +6,8 @@ whole), the summary made from them, and how the walk saw its dirs then (scan.Fou
 run whose dirs have not changed since is not listed again, only its files stat'ed). A run whose
 signature changed is summarised again.
 msgpack, not JSON: it keeps every float as it was (NaN included) and, with the signatures as
-one bytes object a run, the cache loads and saves much faster than JSON did (loading is a warm
-listing's biggest part after its stat calls; benchmarks/README.md has the figures).
+one bytes object a run, the cache loads faster (a warm listing's biggest part after its stat
+calls) and saves much faster.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import os
 import sys
 
 from .. import __version__
+from ..errors import UsageError, UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,14 +31,11 @@ def _browse(args: argparse.Namespace) -> int:
 
     roots = args.roots or ["."]
     if args.jobs is not None and args.jobs < 1:
-        from ..cli import UsageError
-
         raise UsageError(f"browse: --jobs must be 1 or more (got {args.jobs})")
     bad = [f"{r}: {'not a directory' if os.path.exists(r) else 'no such file or directory'}"
            for r in roots if not os.path.isdir(r)]
     if bad:
-        print(f"gymwatch: browse: {'; '.join(bad)}", file=sys.stderr)
-        return 3
+        raise UserError(f"browse: {'; '.join(bad)}")
     fmt = args.format or ("tui" if sys.stdout.isatty() and sys.stdin.isatty() else "text")
     if fmt == "tui":
         from .screen import run_browser

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from rich.text import Text
 from textual import work
@@ -58,7 +58,7 @@ class CompareScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"comparing {self._label(self.a)} (A) with {self._label(self.b)} (B)…"), id="cmp-head")
-        table = DataTable(id="cmp-trials", cursor_type="row", zebra_stripes=True)
+        table: DataTable[Text] = DataTable(id="cmp-trials", cursor_type="row", zebra_stripes=True)
         for key, label in TRIAL_COLUMNS:
             table.add_column(label, key=key)
         yield table
@@ -99,8 +99,8 @@ class CompareScreen(Screen):
             head.append(s["verdict"], style="bold")
             head.append(f"  {counts_text(s['counts'])}; mean reward {reward(s['mean_reward'])}"
                         f"  (Gym {s['gym_version'] or '?'})\n")
-        st = d["stats"]
-        head.append(st["verdict"], style="bold " + verdict_style(st))
+        stats = d["stats"]
+        head.append(stats["verdict"], style="bold " + verdict_style(stats))
         head.append("\n")
         n = len(d["trials"])
         head.append(f"{n} trial{'s' if n != 1 else ''} changed", style="bold")
@@ -122,18 +122,18 @@ class CompareScreen(Screen):
         table.clear(columns=True)
         for i, (key, label) in enumerate(TRIAL_COLUMNS):
             table.add_column(label, key=key, width=max([len(label), *(r[i].cell_len for r in rows)]))
-        for t, cells in zip(trials, rows):
+        for t, cells in zip(trials, rows, strict=True):
             table.add_row(*cells, key=f"{t['task_index']}/{t['rollout_index']}")
 
     def _more(self, d: dict[str, Any]) -> Text:
-        st = d["stats"]
+        stats = d["stats"]
         out = Text()
-        flipped = flipped_line(st)
+        flipped = flipped_line(stats)
         if flipped:
-            lost = any(f["flip"] == "pass_to_fail" for f in st["flipped"])
-            out.append(flipped + "\n", style=("bold red" if lost else "bold green") if st["flipped"] else "")
+            lost = any(f["flip"] == "pass_to_fail" for f in stats["flipped"])
+            out.append(flipped + "\n", style=("bold red" if lost else "bold green") if stats["flipped"] else "")
         out.append("paired on (task, rollout), the trials both runs scored\n", style="bold")
-        for line in summary_lines(st):
+        for line in summary_lines(stats):
             out.append(f"  {line}\n")
         if d["gym_compare"] is not None:
             head, *rest = gym_lines(d["gym_compare"])
@@ -144,7 +144,7 @@ class CompareScreen(Screen):
         tasks = sorted(d["tasks"], key=task_order)
         lines = table(["task", "change", "A -> B paired", "(n)", "flipped", "A trials", "B trials"],
                       [task_cells(t) for t in tasks], right=frozenset({0, 1, 3}))
-        for line, style in zip(lines, ["", *map(task_style, tasks)]):
+        for line, style in zip(lines, ["", *map(task_style, tasks)], strict=True):
             out.append(line + "\n", style=style)
         out.append("servers: time to ready and state\n", style="bold")
         for line in table(["server", "A ready in", "A state", "B ready in", "B state"],
@@ -172,13 +172,18 @@ class CompareScreen(Screen):
             return
         from ..core import card
         from ..core.model import SRC_FAILURE_ROW
-        from ..tui.card import TrialCard
+        from ..tui.card import AroundIt, TrialCard
 
         row = card.read_row(state.root, trial.evidence) if trial.evidence is not None \
             and trial.source >= SRC_FAILURE_ROW else None
         shown = card.build(state, trial, row)
 
-        def chosen(ev: Optional[Evidence]) -> None:
+        def chosen(ev: Union[Evidence, AroundIt, None]) -> None:
+            if isinstance(ev, AroundIt):    # no merged view of the servers' logs here: the line's own log
+                ev = ev.picked or next(iter(ev.lines), None)
+                if ev is None:
+                    self.notify("no line of this trial to show around it", markup=False)
+                    return
             if ev is None:
                 return
             if shown.row is not None and ev is shown.row:
@@ -218,10 +223,10 @@ def task_cells(t: dict[str, Any]) -> list[str]:
     return [str(t["task_index"]), *paired, FLIP_WORDS.get(t["flip"] or "", ""), short_counts(t["a"]), short_counts(t["b"])]
 
 
-def verdict_style(st: dict[str, Any]) -> str:
-    if st["tasks_worse"] > st["tasks_better"]:
+def verdict_style(stats: dict[str, Any]) -> str:
+    if stats["tasks_worse"] > stats["tasks_better"]:
         return "red"
-    return "green" if st["tasks_better"] > st["tasks_worse"] else ""
+    return "green" if stats["tasks_better"] > stats["tasks_worse"] else ""
 
 
 class EvidenceScreen(Screen):

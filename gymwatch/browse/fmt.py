@@ -7,8 +7,16 @@ import time
 from typing import Any, Optional
 
 from ..core.model import (
-    V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_NO_AGENT_RAN,
+    V_OK,
+    V_SOME_FAILED,
+    V_SOME_NEVER_RAN,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
 )
 from ..core.sanitize import clean
 
@@ -88,7 +96,7 @@ def sort_key(run: dict[str, Any]) -> tuple:
 def text_table(runs: list[dict[str, Any]], roots: list[str]) -> str:
     rows = [[h for _, h in COLUMNS]] + [[c[k] for k, _ in COLUMNS] for c in (cells(r, roots) for r in runs)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.append(f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
                  + ("  (~ = a log too big to read whole was sampled)" if any(r.get("sampled") for r in runs) else ""))
     return "\n".join(lines) + "\n"

@@ -1,8 +1,8 @@
 """Which cached summaries are still true to their runs' files, and the signatures of the rest.
 
-A warm listing is mostly this: a stat of every file a summary read (more time than the walk;
-benchmarks/README.md). With many cached runs the stat calls are
-split with a forked child, which answers one byte a run (its signature matched, or not).
+A warm listing is mostly this: a stat of every file a summary read (more time than the walk).
+With many cached runs the stat calls are split with a forked child, which answers one byte a
+run (its signature matched, or not).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ..core.fast import fork
 from .cache import SummaryCache
 from .scan import Found, signature
 
-# Cached runs below which one process is as quick (a fork and its answer cost more than it saves).
+# Cached runs below which one process is as quick as a forked child (its fork and its answer cost).
 SPLIT_MIN = 256
 
 
@@ -25,7 +25,8 @@ def check(found: list[Found], paths: list[str], cache: SummaryCache, sign_new_be
     in parallel)."""
     sigs: list[Optional[list]] = [None] * len(found)
     summaries: list[Optional[dict]] = [None] * len(found)
-    known, new = [], []
+    known: list[int] = []
+    new: list[int] = []
     for i, p in enumerate(paths):
         (known if cache.knows(p) else new).append(i)
     theirs: list[int] = []

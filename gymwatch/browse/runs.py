@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from ..core.procs import usable_cpus
 from ..core.fast import bulk_load
+from ..core.procs import usable_cpus
 from . import fresh, workers
 from .cache import SummaryCache
 from .procscan import ProcessSweep
@@ -14,8 +14,8 @@ from .scan import Found, found_at, signature, walk
 from .summary import still_true
 from .workers import FORK_MAX_RUNS, Answer, BrokenPool, ForkPool, WorkerPool, can_fork
 
-# A worker process takes long to start (it imports the core), so a pool pays off only for
-# this many uncached runs, or this many bytes of them.
+# A worker process is slow to start (it imports the core), so a pool pays off only for this
+# many uncached runs, or this many bytes of them.
 POOL_MIN_RUNS = 64
 POOL_MIN_BYTES = 64 << 20
 
@@ -38,10 +38,10 @@ def list_runs(roots: Iterable[str | os.PathLike], cache: Optional[SummaryCache] 
             found = [early.saw(f) for f in walk(roots, cache.known)]
             paths = [f.dir for f in found]
             # a listing of many runs never seen has their signatures made by its workers, in parallel
-            # (the stat calls of many runs would all be made before any worker could start)
+            # (the stat calls of many runs here would hold every worker back)
             sigs, summaries = fresh.check(found, paths, cache, sign_new_below=POOL_MIN_RUNS)
             summaries = [s if s is None or still_true(s, sweep) else None for s in summaries]
-            for f, s in zip(found, summaries):
+            for f, s in zip(found, summaries, strict=True):
                 if s is not None and f.known is None:     # still true, its dirs listed this time
                     cache.reshape(f.dir, f.shape)
         cold = [i for i, s in enumerate(summaries) if s is None]

@@ -19,8 +19,14 @@ from typing import Callable, Iterable, Iterator, Optional
 import msgspec
 
 from ..core.layout import (
-    BUNDLE_MARKERS, MANIFEST_NAME, SIDE_AGGREGATE, SIDE_FAILURES, SIDE_MATERIALIZED, Listings, NotARun,
-    RunLayout, discover,
+    BUNDLE_MARKERS,
+    MANIFEST_NAME,
+    SIDE_AGGREGATE,
+    SIDE_FAILURES,
+    SIDE_MATERIALIZED,
+    Listings,
+    RunLayout,
+    discover,
 )
 
 SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "_stub", "_driver"}
@@ -217,15 +223,6 @@ def _listing(d: str) -> tuple[dict[str, os.DirEntry], dict[str, os.DirEntry], di
 
 def _descend(name: str) -> bool:
     return not name.startswith(".") and name not in SKIP_DIRS
-
-
-def find_runs(roots: Iterable[str | os.PathLike]) -> Iterator[tuple[Found, RunLayout]]:
-    """Every run under `roots` that `discover()` recognises."""
-    for found in walk(roots):
-        try:
-            yield found, discover_found(found)
-        except NotARun:
-            continue
 
 
 def found_at(path: str | os.PathLike, real: bool = False, shaped: bool = False) -> Found:

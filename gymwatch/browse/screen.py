@@ -10,8 +10,8 @@ read-only detail screen here (the `gymwatch report` text and the run's logs).
 from __future__ import annotations
 
 import os
-from time import monotonic
 from dataclasses import dataclass, field
+from time import monotonic
 from typing import Any, Optional
 
 from rich.cells import cell_len
@@ -27,8 +27,16 @@ from textual.widgets.data_table import ColumnKey
 from textual.worker import get_current_worker
 
 from ..core.model import (
-    V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
-    V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_NO_AGENT_RAN,
+    V_OK,
+    V_SOME_FAILED,
+    V_SOME_NEVER_RAN,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
 )
 from ..core.sanitize import clean
 from ..tui.typeahead import closed_early
@@ -115,9 +123,9 @@ class BrowseState:
 
 class Cell(Text):
     """A cell's text, never measured: the screen sets every column's width itself (`_widen`),
-    so DataTable's measuring of each new cell (a large share of the UI's CPU while a cold scan
-    adds its rows) would buy nothing. Without `__rich_measure__`, Textual takes a width
-    of 1 for its unused content width, and Rich the full width offered."""
+    so DataTable's measuring of each new cell (much of the UI's CPU while a cold scan adds its
+    rows) would buy nothing. Without `__rich_measure__`, Textual takes a width of 1 for its
+    unused content width, and Rich the full width offered."""
 
     __rich_measure__ = None         # type: ignore[assignment]
 
@@ -231,8 +239,8 @@ class BrowseScreen(Screen):
 
     def _refit(self, force: bool = False) -> None:
         """Cut the run column, then drop columns by priority, until the table fits the screen."""
-        cols, run_width = fit(self._widths, max(20, self.size.width - 2))
-        run_width = run_width if run_width < self._widths["run"] else None
+        cols, width = fit(self._widths, max(20, self.size.width - 2))
+        run_width = width if width < self._widths["run"] else None
         if cols != self.columns or run_width != self._run_width or force:
             self.columns, self._run_width = cols, run_width
             keep = self._selected()
@@ -259,7 +267,7 @@ class BrowseScreen(Screen):
 
         # Batches are posted, not handed over with call_from_thread: that waits for the UI to add
         # them, and meanwhile no worker's answer is read (their pipes fill and they stop): the
-        # screen took several times the listing it shows.
+        # screen took several times as long as the listing it shows.
         def flush() -> None:         # a message per batch, not per run
             batch = pending[:]
             pending.clear()
@@ -332,7 +340,7 @@ class BrowseScreen(Screen):
 
     def resort(self, top: bool = False) -> None:
         """Reorder the rows in place: DataTable measures every cell it is given, so re-adding
-        every row for a new order is slow; sorting them is not. The cursor
+        the rows for a new order costs far more than sorting them. The cursor
         stays on its run, or goes to the first row (`top`, or when it was there)."""
         keep = self.listing.cursor_path or (None if top or self.table.cursor_row <= 0 else self._selected())
         runs, key = self._row_run, self._key
@@ -358,7 +366,7 @@ class BrowseScreen(Screen):
         marked = run["path"] in self.listing.marked
         if self._run_width is not None:
             c["run"] = shorten(c["run"], self._run_width - (2 if marked else 0))
-        out = {k: Cell(v, no_wrap=True) for k, v in c.items()}
+        out: dict[str, Text] = {k: Cell(v, no_wrap=True) for k, v in c.items()}
         out["verdict"].stylize(VERDICT_STYLE.get(run.get("verdict", ""), ""))
         if marked:
             mark = "A" if self.listing.marked[0] == run["path"] else "B"

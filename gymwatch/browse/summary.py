@@ -32,11 +32,10 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from ..core import config, procs, stamps
-from ..core import gymlines as gl
+from ..core import config, gymlines as gl, procs, stamps
 from ..core.layout import BOTH, EVAL, Listings, RunLayout
 from ..core.model import FAILED, SILENCE, RunInfo, RunState
-from ..core.plan import ReadingPlan
+from ..core.plan import Reader, ReadingPlan, Session
 from ..core.session import RunSession
 from ..core.tail import Batch, Tailer, read_fd, read_head
 from ..core.verdict import counts, mean_reward, verdict
@@ -111,7 +110,7 @@ class ReadyCut:
 
     STEP = 16           # lines handed over at a time, so the cut lands near the line
 
-    def __init__(self, inner, plan: "SummaryPlan", session: RunSession):
+    def __init__(self, inner: Reader, plan: "SummaryPlan", session: Session):
         self.inner, self.plan, self.session = inner, plan, session
         self.lines: list = []
         self.i = 0
@@ -184,7 +183,7 @@ class SummaryPlan(ReadingPlan):
         self.sweep = self.sweep or ProcessSweep()
         return self.sweep.liveness(needles(layout))
 
-    def wants(self, session: RunSession, path: Path, server: str) -> bool:
+    def wants(self, session: Session, path: Path, server: str) -> bool:
         want = True
         if self.phase != ALL:
             if server:
@@ -197,7 +196,7 @@ class SummaryPlan(ReadingPlan):
             self.skipped.add(path)
         return want
 
-    def _first_wants(self, session: RunSession, path: Path) -> bool:
+    def _first_wants(self, session: Session, path: Path) -> bool:
         if path in self._rows:
             return True
         stream = self._streams.get(path)
@@ -224,7 +223,7 @@ class SummaryPlan(ReadingPlan):
             self.peeked[path] = times
         return mentions
 
-    def reader(self, session: RunSession, path: Path, server: str):
+    def reader(self, session: Session, path: Path, server: str) -> Optional[Reader]:
         if path in self._rows or server and session.layout.log_offsets.get(server):
             return None
         big = session.size(path) > HEAD + TAIL

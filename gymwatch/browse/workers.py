@@ -113,12 +113,12 @@ FORK_MAX_RUNS = 16384          # run numbers a pipe holds before anyone reads (6
 
 class ForkPool:
     """n workers, this process and n - 1 forked from it, for a listing made by a process with no
-    other thread (`can_fork`): they start with everything imported (a `python -m` worker imported
+    other thread (`can_fork`): they start with everything imported (a `python -m` worker imports
     the core before its first summary) and have the runs they inherit. They take them one at a
     time from a shared pipe of run numbers, so a worker with costly runs does fewer (run i from
-    worker i % n left one worker with more work than the others on a tree of repeated cases). The
-    forked ones answer in msgpack frames (run number, length, then the answer: cheaper than JSON
-    to read, on a parent that shares the cores with them), put back in walk order here."""
+    worker i % n left one worker with more work than the others on a tree of repeated cases).
+    The forked ones answer in msgpack frames (run number, length, then the answer: cheaper than
+    JSON to read, on a parent that shares the cores with them), put back in walk order here."""
 
     TAKE = struct.Struct("<i")
     FRAME = struct.Struct("<iI")          # run number, answer bytes
@@ -143,8 +143,8 @@ class ForkPool:
 
     def _results(self, items: list[Item], found: Optional[list[Found]]) -> Iterator[bytes | Answer]:
         """Per run, in order, a worker's encoded answer or the answer made here: this process is
-        the n-th worker (it would otherwise wait on the others, sharing their cores: a listing
-        with one worker less and this one working was quicker)."""
+        the n-th worker (it would otherwise wait on the others, sharing their cores: with one
+        worker less, a cold listing took less time)."""
         if len(items) > FORK_MAX_RUNS:        # (runs.py asks for no more)
             raise BrokenPool("too many runs for one queue")
         self.queue, tw = os.pipe()

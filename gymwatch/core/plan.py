@@ -25,10 +25,17 @@ class Reader(Protocol):
     log, a read that stops early). Line numbers are the file's; a line whose number is not known
     has one counted from the end (-1: the last line)."""
 
-    offset: int         # bytes of the file read so far
-    lineno: int         # lines handed over so far
-    mtime: Optional[float]
-    exists: bool
+    @property
+    def offset(self) -> int: ...          # bytes of the file read so far
+
+    @property
+    def lineno(self) -> int: ...          # lines handed over so far
+
+    @property
+    def mtime(self) -> Optional[float]: ...
+
+    @property
+    def exists(self) -> bool: ...
 
     def read(self, final: bool = False, max_bytes: Optional[int] = None, blocks: bool = False) -> Batch: ...
 

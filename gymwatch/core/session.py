@@ -261,7 +261,7 @@ class RunSession:
         """A forked child reading the rows file at `path` from where its last `share` starts (0:
         all of it), decoded by `decode`, while this process reads the rest: only for a one-shot
         read of a whole file of at least `worth` bytes by a process allowed to fork
-        (`read_run(helpers=True)`: the report). (child, its start). `use`: fast.PATHS's name."""
+        (`read_run()`: the report, diff). (child, its start). `use`: fast.PATHS's name."""
         if not self.helpers or not final or self._deadline is not None or path is None:
             return None
         t = self.tailers.get(path)
@@ -499,9 +499,10 @@ def _count_lines(path: Path, upto: int) -> int:
 
 
 def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True,
-             helpers: bool = False) -> RunSession:
-    """Open a run and read everything there is now (the headless report's path). `helpers`: the
-    caller does nothing else meanwhile (no threads), so a forked child may read part of it."""
+             helpers: bool = True) -> RunSession:
+    """Open a run and read everything there is now (the headless report's path, and diff's).
+    `helpers`: forked children may read part of a big run meanwhile (core/fast/fork.py; never
+    from a process with other threads, which it checks)."""
     session = RunSession.open(path, logs, check_processes=check_processes, helpers=helpers)
     session.refresh_processes()
     with fast.bulk_load():

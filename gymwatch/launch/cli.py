@@ -7,6 +7,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..errors import EXIT_INTERRUPTED, UsageError, UserError
+from .stop import DEFAULT_GRACE  # a launched run's gym, after SIGTERM
+
 STOP_EPILOG = """A submission (`gym eval submit`, Slurm): its queued jobs are cancelled (a resume chain's next
 link first), each running job's driver gets SIGINT (`gym eval run` then stops collecting, keeps
 the rows written and shuts its servers down; the job ends as job.sh then exits), and a job still
@@ -43,8 +46,7 @@ def _common_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json", "md"), default="text", help="report format with --no-tui")
 
 
-DEFAULT_GRACE = 20.0   # a launched run's gym, after SIGTERM
-GRACE = 60.0           # a submission's drivers, after SIGINT: Gym's shutdown of its servers and Ray
+SUBMISSION_GRACE = 60.0   # a submission's drivers, after SIGINT: Gym's shutdown of its servers and Ray
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -77,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "its submission dir, one benchmark's job dir, its record, or its gym job id")
     stop.add_argument("--grace", type=_seconds, metavar="S",
                       help="seconds gym gets to shut down after the signal: a launched run's gym after SIGTERM "
-                           f"(default {DEFAULT_GRACE:g}), a submission's drivers after SIGINT (default {GRACE:g})")
+                           f"(default {DEFAULT_GRACE:g}), a submission's drivers after SIGINT (default {SUBMISSION_GRACE:g})")
     stop.set_defaults(func=_stop)
 
     demo = sub.add_parser(
@@ -104,15 +106,21 @@ def _seconds(text: str) -> float:
 
 
 def _user_error(msg: str, usage: bool = False) -> Exception:
-    from ..cli import UsageError, UserError
-
     return UsageError(msg) if usage else UserError(msg)
 
 
 def _run(args: argparse.Namespace) -> int:
     from .manifest import new_run_id
-    from .plan import (PlanError, PlanUsage, find_gym, gym_version, make_plan, pass_startup_timeout, split_command,
-                       submit_args)
+    from .plan import (
+        PlanError,
+        PlanUsage,
+        find_gym,
+        gym_version,
+        make_plan,
+        pass_startup_timeout,
+        split_command,
+        submit_args,
+    )
 
     try:
         submitting = submit_args(list(args.command))
@@ -191,7 +199,7 @@ def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) 
     except KeyboardInterrupt:
         print(f"\ngymwatch: stopped watching; the run goes on. Stop: gymwatch stop {run_dir}   "
               f"Watch: gymwatch attach {run_dir}", file=err)
-        return 130
+        return EXIT_INTERRUPTED
     if why == "timeout" and getattr(args, "kill_on_timeout", False):
         from .runner import after_driver_kill
 
@@ -235,7 +243,7 @@ def _stop_submission(args: argparse.Namespace) -> int:
         raise _user_error(f"{exc} (nor is it a run gymwatch launched: no {MANIFEST_NAME})") from None
     say = lambda line: print(line, flush=True)   # noqa: E731
     try:
-        res = stop_submission(sub, GRACE if args.grace is None else args.grace, say=say)
+        res = stop_submission(sub, SUBMISSION_GRACE if args.grace is None else args.grace, say=say)
     except StopError as exc:
         raise _user_error(f"cannot stop {sub.gym_job_id}: {exc}") from None
     if res.nothing_to_cancel:
@@ -248,7 +256,7 @@ def _stop_submission(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ..sim.plan import demo_plan
+    from .demo import demo_plan
 
     run_dir = Path(args.run_dir).expanduser().resolve() if args.run_dir else \
         Path(tempfile.mkdtemp(prefix="gymwatch-demo-"))

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..core.layout import BOTH, ENV, EVAL
 from ..core.procs import pid_alive
 from ..core.session import RunSession
 from . import manifest as mf
@@ -33,7 +34,7 @@ def log(run_dir: Path, text: str) -> None:
 
 def _parent(manifest: dict) -> dict:
     for p in manifest.get("processes") or []:
-        if isinstance(p, dict) and p.get("role") in ("env", "both"):
+        if isinstance(p, dict) and p.get("role") in (ENV, BOTH):
             return p
     return {}
 
@@ -41,7 +42,7 @@ def _parent(manifest: dict) -> dict:
 def drive(run_dir: Path, plan: dict) -> int:
     manifest = mf.load(run_dir)
     parent = _parent(manifest)
-    head = str(manifest.get("head") or "127.0.0.1:11000")
+    head = str(manifest.get("head") or mf.DEFAULT_HEAD)
     timeout = plan.get("startup_timeout")
     created_at = float(manifest.get("created") or time.time())
     session = RunSession.open(str(run_dir), check_processes=False)
@@ -78,7 +79,7 @@ def drive(run_dir: Path, plan: dict) -> int:
     if not argv:
         return 0
     try:
-        entry = spawn("eval", argv, run_dir, Path(plan["cwd"]), dict(os.environ))
+        entry = spawn(EVAL, argv, run_dir, Path(plan["cwd"]), dict(os.environ))
     except SpawnError as exc:
         log(run_dir, f"cannot start gym eval run: {exc}")
         return 1

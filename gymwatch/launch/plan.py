@@ -17,6 +17,7 @@ from typing import Optional
 
 from ..core.config import SPINUP_KEY, override_value
 from ..core.gymversion import SPINUP_FROM
+from ..core.layout import ENV
 from .manifest import DEFAULT_HEAD
 
 GYM_NAMES = ("gym", "ng")
@@ -32,6 +33,12 @@ class PlanError(ValueError):
 
 class PlanUsage(PlanError):
     """The words after `--` are not a gym command gymwatch can run: a usage error."""
+
+
+# What a launch starts (the manifest's "mode"): `gym env start`, then `gym eval run --no-serve` once
+# it is ready; `gym env start` alone; one `gym eval run` that serves and collects.
+ENV_THEN_EVAL, ENV_ONLY, ONE_PROCESS = "env+eval", "env", "e2e"
+ROLLOUTS_NAME = "rollouts.jsonl"   # the collection's output in the run dir, unless the command names one
 
 
 @dataclass
@@ -50,11 +57,12 @@ class Plan:
     @property
     def mode(self) -> str:
         if self.env_args and self.eval_args:
-            return "env+eval"
-        return "env" if self.env_args else "e2e"
+            return ENV_THEN_EVAL
+        return ENV_ONLY if self.env_args else ONE_PROCESS
 
     def argv(self, which: str) -> list[str]:
-        return [*self.gym, *(self.env_args if which == "env" else self.eval_args or [])]
+        """The command line of the `ENV` process (`gym env start`) or the `EVAL` one."""
+        return [*self.gym, *(self.env_args if which == ENV else self.eval_args or [])]
 
 
 @dataclass
@@ -186,7 +194,7 @@ def make_plan(tokens: list[str], run_dir: Path, cwd: Path, gym: list[str]) -> Pl
             args.insert(2, "--no-serve")
         out = flag_value(args, "--output") or override_value(args, "output_jsonl_fpath")
         if out is None:
-            plan.output = run_dir / "rollouts.jsonl"
+            plan.output = run_dir / ROLLOUTS_NAME
             args += ["--output", str(plan.output)]
         else:
             plan.output = _abs(out, cwd)

@@ -8,6 +8,7 @@ from typing import Optional
 
 import psutil
 
+from ..core.layout import BOTH, ENV
 from ..core.procs import pid_alive
 
 _NAME_RE = re.compile(r"NEMO_GYM_CONFIG_PATH='?([\w.\-/]+)")
@@ -58,7 +59,7 @@ def server_processes(manifest: dict) -> dict[str, dict]:
     """Facts for each server started by the run's gym parent, keyed by server name."""
     out: dict[str, dict] = {}
     for e in manifest.get("processes") or []:
-        if not isinstance(e, dict) or e.get("role") not in ("env", "both") or not isinstance(e.get("pid"), int):
+        if not isinstance(e, dict) or e.get("role") not in (ENV, BOTH) or not isinstance(e.get("pid"), int):
             continue
         if not pid_alive(e["pid"], e.get("create_time")):
             continue

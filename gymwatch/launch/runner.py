@@ -13,11 +13,11 @@ from typing import Optional
 
 import psutil
 
-from ..core.layout import MANIFEST_NAME
+from ..core.layout import BOTH, ENV, EVAL, MANIFEST_NAME
 from ..core.procs import pid_alive
 from . import manifest as mf
 from .driver import LAUNCH_LOG
-from .plan import Plan
+from .plan import ENV_ONLY, ENV_THEN_EVAL, ROLLOUTS_NAME, Plan
 from .spawn import gym_env, planned, read_status, spawn
 from .startup import CAN_COLLECT, NEVER, collect_stage, progress_line, timeout_summary
 
@@ -30,7 +30,7 @@ def prepare_dir(plan: Plan) -> None:
     d = plan.run_dir
     if (d / MANIFEST_NAME).exists():
         raise RunRefused(f"{d} already holds a gymwatch run: attach it with `gymwatch attach {d}` or pick another --run-dir")
-    for p in (plan.output, d / "rollouts.jsonl"):
+    for p in (plan.output, d / ROLLOUTS_NAME):
         if p is not None and p.exists() and p.stat().st_size > 0:
             raise RunRefused(f"{d} already holds rollouts ({p}): pick a new --run-dir (or --output)")
     d.mkdir(parents=True, exist_ok=True)
@@ -48,14 +48,14 @@ def launch(plan: Plan, startup_timeout: Optional[float] = None, kill_on_timeout:
     data = mf.build(run_id, plan.gym_version, plan.head, plan.output, plan.logs_dir,
                     mf.log_offsets(plan.logs_dir), {"mode": plan.mode, **(extra or {})})
     data["files"]["launch_log"] = str(plan.run_dir / LAUNCH_LOG)
-    first = "env" if plan.env_args else "both"
-    entry = spawn(first, plan.argv("env" if plan.env_args else "eval"), plan.run_dir, plan.cwd, env)
+    first = ENV if plan.env_args else BOTH
+    entry = spawn(first, plan.argv(ENV if plan.env_args else EVAL), plan.run_dir, plan.cwd, env)
     data["processes"].append(entry)
-    if plan.mode == "env+eval":
-        data["processes"].append(planned("eval", plan.argv("eval"), plan.run_dir, plan.cwd))
+    if plan.mode == ENV_THEN_EVAL:
+        data["processes"].append(planned(EVAL, plan.argv(EVAL), plan.run_dir, plan.cwd))
     mf.write(plan.run_dir, data)
     driver_plan = {"cwd": str(plan.cwd), "startup_timeout": startup_timeout, "kill_on_timeout": kill_on_timeout,
-                   "eval_argv": plan.argv("eval") if plan.mode == "env+eval" else None}
+                   "eval_argv": plan.argv(EVAL) if plan.mode == ENV_THEN_EVAL else None}
     with open(plan.run_dir / LAUNCH_LOG, "ab") as log:
         drv = subprocess.Popen([sys.executable, "-m", "gymwatch.launch.driver", str(plan.run_dir)],
                                stdin=subprocess.PIPE, stdout=log, stderr=log, env=env, cwd=plan.cwd,
@@ -114,11 +114,11 @@ def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, pol
         if stage != CAN_COLLECT:        # once ready to collect, it stays so (no more probes of the head)
             stage, why = collect_stage(state, str(data.get("head") or ""),
                                        time.monotonic() - (all_ready_at or time.monotonic()))
-        parent, collector = _entry(data, ("env", "both")), _entry(data, ("eval", "both"))
+        parent, collector = _entry(data, (ENV, BOTH)), _entry(data, (EVAL, BOTH))
         mode = data.get("mode")
         if collector and _ended(collector):
             return "collected"
-        if mode == "env" and stage == CAN_COLLECT:
+        if mode == ENV_ONLY and stage == CAN_COLLECT:
             return "ready"
         if startup_timeout and stage != CAN_COLLECT and time.time() - created_at > startup_timeout:
             say(timeout_summary(state, time.time() - created_at, why))
@@ -127,9 +127,9 @@ def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, pol
             if stage == NEVER:
                 say(f"gymwatch: {why}")
             return "startup_ended"
-        if mode == "env+eval" and not isinstance(collector.get("pid"), int) and _ended(data.get("driver") or {}):
+        if mode == ENV_THEN_EVAL and not isinstance(collector.get("pid"), int) and _ended(data.get("driver") or {}):
             time.sleep(0.5)   # the driver may have just started eval: re-check once
-            if not isinstance(_entry(mf.load(run_dir), ("eval",)).get("pid"), int):
+            if not isinstance(_entry(mf.load(run_dir), (EVAL,)).get("pid"), int):
                 say(f"gymwatch: gym eval run was not started; see {run_dir / LAUNCH_LOG}")
                 return "startup_ended"
         time.sleep(poll)
@@ -181,7 +181,7 @@ def open_screen(run_dir: Path, head: str, debug: bool = False, poll: bool = Fals
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print("gymwatch: no terminal: watching without a screen", file=sys.stderr)
         return None
-    from ..tui.app import run_app      # here: the launcher's headless paths never load Textual
+    from ..tui.app import run_app  # here: the launcher's headless paths never load Textual
     args = argparse.Namespace(path=str(run_dir), logs=None, poll=poll, head=f"http://{head}", debug=debug)
     return run_app(args)
 

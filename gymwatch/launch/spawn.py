@@ -12,12 +12,13 @@ from typing import Optional
 
 import psutil
 
+from ..core.layout import BOTH, ENV, EVAL
 from ..core.procs import RUN_ID_VAR
 from ..core.redact import redact_argv
 
 MARKER_VAR = RUN_ID_VAR
 # Captured-stream file stems the core recognises (layout._STREAM_RE).
-STEMS = {"env": "gym_env_start", "eval": "gym_eval_run", "both": "gym_eval_run"}
+STEMS = {ENV: "gym_env_start", EVAL: "gym_eval_run", BOTH: "gym_eval_run"}
 
 
 class SpawnError(Exception):

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 import psutil
 
+from ..core.layout import EVAL
 from ..core.procs import env_value, pid_alive
 from . import manifest as mf
 from .spawn import MARKER_VAR
@@ -120,7 +121,7 @@ def stop_run(run_dir: Path, grace: float = DEFAULT_GRACE, say: Callable[[str], N
     before = marked(run_id, exclude, sessions)
     say(f"stopping run {run_id}: {len(before)} process(es) with {MARKER_VAR}={run_id} running")
     entries = [p for p in data.get("processes") or [] if isinstance(p, dict) and isinstance(p.get("pid"), int)]
-    entries.sort(key=lambda e: e.get("role") != "eval")   # the collector first, then the servers' parent
+    entries.sort(key=lambda e: e.get("role") != EVAL)   # the collector first, then the servers' parent
     termed = []
     for e in entries:
         if not pid_alive(e["pid"], e.get("create_time")):

@@ -128,7 +128,8 @@ def open_submission(run_dir: Path, debug: bool = False) -> Optional[int]:
         return None
     import argparse
 
-    from ..cli import _attach
+    from ..tui.app import run_app  # here: submitting without a screen never loads Textual
 
-    return _attach(argparse.Namespace(path=str(run_dir), logs=None, poll=False, head=None, no_notify=False,
-                                      on_quit="leave", ray=None, debug=debug))
+    # No manifest of gymwatch's in a submission dir: closing the screen leaves the jobs to Slurm.
+    return run_app(argparse.Namespace(path=str(run_dir), logs=None, poll=False, head=None, no_notify=False,
+                                      debug=debug))

@@ -16,8 +16,7 @@ import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from . import lines as L
-from . import outcomes
+from . import lines as L, outcomes
 
 NAME = "server"
 
@@ -154,4 +153,4 @@ if __name__ == "__main__":
     try:
         raise SystemExit(main(sys.argv[1:]))
     except KeyboardInterrupt:
-        raise SystemExit(130)
+        raise SystemExit(130) from None
