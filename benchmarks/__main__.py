@@ -24,7 +24,7 @@ from .gen import make_run
 README = Path(__file__).resolve().parent / "README.md"
 BEGIN, END = "<!-- BEGIN TABLE -->", "<!-- END TABLE -->"
 OTHERS = (("bench_serverlogs", "server logs"), ("bench_logindex", "log index"), ("bench_browse", "browse"),
-          ("bench_diff", "diff"))
+          ("bench_diff", "diff"), ("bench_charts", "charts"))
 
 
 def _fmt(v) -> str:

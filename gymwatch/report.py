@@ -7,8 +7,8 @@ from typing import Any, Iterator, Optional, TextIO
 
 from pydantic_core import to_json as to_json_bytes
 
-from . import __version__
-from .core import attempts, attribution, gymversion, health, pace, rerun, score
+from . import __version__, charts
+from .core import attempts, attribution, costs, figures, gymversion, health, pace, rerun, score, timeline
 from .core.fast import fork
 from .core.model import (
     EXITED,
@@ -208,6 +208,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
         "notes": notes(state),
         "unreadable": [{"file": u.file, "reason": u.reason, "rows": u.rows} for u in state.unreadable.values()],
         "rerun": rerun.summary_json(rerun.plan(state), retry_input),
+        "costs": [c.to_json() for c in costs.costs(state)],
     }
 
 
@@ -264,12 +265,18 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
         out.append(f"  note: {clean(note)}")
     out.append("")
     out.extend(_servers_text(state))
+    st = timeline.startup(state)
+    if st.timed:
+        out += ["", "startup (each server's steps on one time axis; * the server everything waited for):",
+                *charts.startup_lines(st)]
     out.append("")
     out.extend(_trials_text(state))
     stall_lines = _stalls_text(state)
     out.extend(["", *stall_lines] if stall_lines else [])
     rerun_lines = rerun.summary_lines(rerun.plan(state), SHOW_TRIALS)
     out.extend(["", *rerun_lines] if rerun_lines else [])
+    cost_lines = charts.cost_lines(costs.costs(state))
+    out.extend(["", *cost_lines] if cost_lines else [])
     if state.malformed_count:
         out.append("")
         out.append(f"{state.malformed_count} unusable line(s):")
@@ -417,7 +424,62 @@ def to_markdown(state: RunState, v: Optional[Verdict] = None) -> str:
         for t in problems[:SHOW_TRIALS]:
             ev = t.evidence or attribution.trial_cause(state, t)
             md.append(f"| {t.task_index} | {t.rollout_index} | {t.status} | {'`' + ev.where() + '`' if ev else ''} |")
+    md += _md_charts(state)
     return "\n".join(md) + "\n"
+
+
+def _md_charts(state: RunState) -> list[str]:
+    """The Markdown report's pictures: the startup timeline (a Mermaid gantt), throughput, rewards
+    and tokens (text bars in code blocks), and the cost per agent (a table)."""
+    md = ["", "## Startup timeline", ""]
+    st = timeline.startup(state)
+    gantt = charts.mermaid_gantt(st)
+    if gantt:
+        md += gantt + [""] + [f"- {_md(line)}" for line in charts.startup_steps(st)]
+    elif state.servers:
+        md += ["No times: gymwatch times each server's steps while it watches the run start (`gymwatch run`, "
+               "`gymwatch attach`); read after the fact, Gym's lines say what happened, not when.", ""]
+        md += [f"- {_md(line)}" for line in charts.startup_steps(st)]
+    else:
+        md.append("No server seen.")
+    tp = figures.throughput(state)
+    md += ["", "## Throughput", ""]
+    rows = charts.throughput_lines(tp)
+    md += [_md(charts.throughput_caption(tp)), "", "```text", *rows, "```"] if rows else ["No result has a time."]
+    md += ["", "## Rewards", ""]
+    spreads = [*figures.rewards_by_agent(state), figures.task_means(state)]
+    for sp in spreads:
+        if sp.bins:
+            md += [f"{_md(sp.title)} ({sp.n}):", "", "```text", *charts.spread_lines(sp, fmt=charts.reward), "```", ""]
+    if not any(sp.bins for sp in spreads):
+        md.append("No completed trial has a reward yet.")
+    md += ["", "## Tokens per trial", ""]
+    tokens = figures.tokens_per_trial(state)
+    for sp in tokens:
+        if sp.bins:
+            md += [f"{_md(sp.title)} ({sp.n} trials that ran):", "", "```text", *charts.spread_lines(sp), "```", ""]
+    if not any(sp.bins for sp in tokens):
+        md.append("No trial has token counts.")
+    md += ["", "## Cost and speed per agent", ""] + _md_costs(costs.costs(state))
+    return [line for i, line in enumerate(md) if line or i == 0 or md[i - 1]]     # one blank line between parts
+
+
+def _md_costs(agents: list[costs.Cost]) -> list[str]:
+    if not agents:
+        return ["No trial has a result yet."]
+    md = ["Per trial: p50 / p90 / max; durations p50 / p90. Far off: README's \"Cost and speed\" rule.", "",
+          "| agent | trials | input tokens | per trial | output tokens | per trial | duration | far off |",
+          "|---|---|---|---|---|---|---|---|"]
+    for c in agents:
+        far = sum(c.outlier_counts.values())
+        md.append(f"| {_md(c.agent)} | {c.trials} | {charts.number(c.input_tokens)} | {charts.pct(c.input)} | "
+                  f"{charts.number(c.output_tokens)} | {charts.pct(c.output)} | {_md(charts.duration_words(c))} | "
+                  f"{far or ''} |")
+    for c in agents:
+        words = charts.outlier_words(c)
+        if words:
+            md += ["", f"Far off their peers ({_md(c.agent)}):", ""] + [f"- {_md(w)}" for w in words]
+    return md
 
 
 def _md(text: str) -> str:

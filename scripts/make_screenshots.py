@@ -27,6 +27,10 @@ COLLECTING = COLD_START + [30.2, 33.0, 36.0, 37.0, 38.0, 39.0, 40.0]
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 # Gym 0.7.0 with its model endpoint silent after 3 rows (29.0 s): stalled from a minute later
 STALLED = [1.0, 20.0, 22.3, 25.8, 27.3, 29.1, 60.0, 96.0, 130.0]
+# g07_cold_start_shared_venv's recorded times (its timeline.jsonl) up to all six servers ready
+COLD_SHARED = [0.5, 5.0, 5.3, 11.3, 12.1, 12.3, 13.6, 13.8, 27.3, 27.5, 29.5, 29.8, 32.3, 32.6, 33.1, 33.3, 36.6,
+               36.9, 37.1, 37.4, 42.6, 49.0, 50.2, 51.2, 51.5, 52.0, 52.7, 53.2, 56.0, 56.2, 59.3, 59.8, 62.3, 62.6,
+               63.6]
 
 
 async def shoot(app, out: Path, keys: tuple[str, ...] = (), size: tuple[int, int] = SIZE) -> None:
@@ -91,8 +95,13 @@ async def main(out: Path) -> None:
         t = Path(tmp)
         await shoot(staged("live_timeline", COLD_START, t / "a", stuck=300), out / "cold_start_stuck.svg")
         await shoot(staged("live_timeline", COLLECTING, t / "b"), out / "collecting.svg")
-        await shoot(staged(FIXTURES / "gym-0.7.0-stalls" / "g070_endpoint_silent_for_good", STALLED, t / "c"),
+        await shoot(staged(FIXTURES / "gym-0.7.0-stalls" / "g070_endpoint_silent_for_good", STALLED, t / "e"),
                     out / "stalled.svg")
+        # the startup timeline (`t`) of six servers, two sharing a venv: the lock waits, the critical
+        # path; and the board's startup column while they start
+        cold = FIXTURES / "gym-0.7.0-cases" / "g07_cold_start_shared_venv"
+        await shoot(staged(cold, COLD_SHARED, t / "c"), out / "startup_timeline.svg", ("t",))
+        await shoot(staged(cold, COLD_SHARED[:16], t / "d"), out / "starting_board.svg", size=(200, 50))
     await shoot(fixture_app("some_never_ran"), out / "some_never_ran.svg", ("right_square_bracket",))
     await shoot(fixture_app("startup_failed"), out / "startup_failed.svg")
     await shoot(fixture_app("aborted_500"), out / "aborted_500.svg")
@@ -105,6 +114,10 @@ async def main(out: Path) -> None:
     await shoot(fixture_app(cases07 / "g07_spinup_timeout"), out / "g07_spinup_timeout.svg")
     await shoot(fixture_app(cases07 / "g07_run_failures_sidecar"), out / "g07_failed_trial_card.svg",
                 ("right_square_bracket", "enter"))
+    # the charts (`p`): results per minute of a run with a 75 s stall, and cost per agent
+    spread = FIXTURES / "gym-0.7.0-stalls" / "g070_endpoint_silent_75s"
+    await shoot(fixture_app(spread), out / "charts_throughput.svg", ("p",))
+    await shoot(fixture_app(cases07 / "g07_health_summary"), out / "charts_cost.svg", ("p", "5"))
     # `gymwatch diff` as the runs browser's compare screen: the verdict line, flipped tasks first
     await compare_shot(out / "compare_stats.svg")
     await serve_shot("aborted_500", out / "serve_aborted_500.png")

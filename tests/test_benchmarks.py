@@ -18,7 +18,8 @@ def test_small_benchmark_prints_a_table():
     out = p.stdout
     assert "| figure | value | baseline | ratio | target | met | note |" in out
     for name in ("ingest: report --format json", "memory: report peak RSS", "live latency p95, native",
-                 "live latency p95, polling", "screen: apply", "diff: diff --format json"):
+                 "live latency p95, polling", "screen: apply", "diff: diff --format json",
+                 "charts: the report's cost section", "screen: a charts page drawn again"):
         assert name in out, name
     rows = [ln for ln in out.splitlines() if ln.startswith("| ") and not ln.startswith("| figure")]
     assert len(rows) >= 7

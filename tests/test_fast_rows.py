@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ def assert_same(lines: list[bytes], cuts: list[int], monkeypatch) -> None:
     lines = [raw for raw in lines if b"\n" not in raw and b"\r" not in raw]    # (a block holds no \r)
     bounds = sorted({0, len(lines), *(c % (len(lines) + 1) for c in cuts)})
     for kind in ("rollout_rows", "input_rows"):
-        for a, b in zip(bounds, bounds[1:], strict=False):
+        for a, b in pairwise(bounds):
             block = b"".join(raw + b"\n" for raw in lines[a:b])
             assert _read(kind, block, True, monkeypatch) == _read(kind, block, False, monkeypatch), (kind, block[:300])
 
@@ -47,10 +48,15 @@ token = st.one_of(st.sampled_from([0, 0, 0.0, 1, 297, -1, True, False, None, "0"
 token_keys = ("total_tokens", "input_tokens", "output_tokens", "prompt_tokens", "completion_tokens",
               "input_tokens_details")
 usages = st.one_of(st.dictionaries(st.sampled_from(token_keys), token, max_size=5), json_values)
+# times and durations (response.created_at, ng_perf.total_latency_ms): Gym's numbers, and odd ones
+seconds = st.one_of(st.sampled_from([1796107104.478194, 1796107104, 124.07326698303223, 0, -0.0, -1, 2 ** 53,
+                                     2 ** 53 + 1, 1e300, None, True]), scalars)
+perfs = st.one_of(st.fixed_dictionaries({}, optional={"total_latency_ms": seconds, "num_turns": scalars,
+                                                      "prompt_tokens": token}), json_values)
 responses = st.one_of(
     st.fixed_dictionaries({}, optional={"output": st.one_of(empties, json_values), "usage": usages,
                                         "id": st.text(max_size=5), "status": st.just("completed"),
-                                        "response": json_values}),
+                                        "response": json_values, "created_at": seconds}),
     json_values)
 index = st.one_of(st.integers(min_value=0, max_value=10 ** 6), st.integers(min_value=0, max_value=3), scalars)
 row_fields = {
@@ -60,6 +66,7 @@ row_fields = {
     "agent_ref": st.one_of(st.fixed_dictionaries({"name": st.one_of(st.text(max_size=6), scalars)}), scalars),
     "_ng_failure_class": st.one_of(st.sampled_from(["judge_failed", "", None]), scalars),
     "_ng_failure_message": scalars, "_ng_failure_detail": scalars, "error": scalars,
+    "ng_perf": perfs,
     "expected_answer": st.text(max_size=3),
     "mask_sample": st.one_of(st.sampled_from([True, False, 0.0, 1.0, 0, 1, None]), scalars),
 }

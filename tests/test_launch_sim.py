@@ -298,3 +298,18 @@ def test_stop_ends_a_process_that_wiped_its_marker(tmp_path, own_group, monkeypa
     finally:
         if psutil.pid_exists(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_the_markdown_report_after_a_watch_has_the_startup_timeline_it_timed(tmp_path, run_dirs):
+    """`gymwatch run --no-tui --format md` (a CI job): the report is read after the run, but keeps
+    the times its watch saw: each server's steps in a Mermaid gantt, results by when they came."""
+    run_dir = tmp_path / "run"
+    run_dirs.append(run_dir)
+    res = gymwatch("run", "--no-tui", "--format", "md", "--stop-after", "--gym", str(sim_gym(tmp_path)),
+                   "--cwd", str(tmp_path), "--run-dir", str(run_dir), *env_then_eval(0.05, free_port()), timeout=120)
+    md = res.stdout
+    assert "```mermaid\ngantt\n" in md and "(critical path)" in md
+    assert "install 161 packages" in md or "venv create" in md
+    assert "by when gymwatch saw each result arrive" in md
+    plain = gymwatch("report", "--format", "md", str(run_dir)).stdout      # the same run read after the fact
+    assert "```mermaid" not in plain and "No times:" in plain

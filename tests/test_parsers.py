@@ -373,3 +373,21 @@ def test_a_request_retry_line_with_a_number_not_gyms_is_no_retry_and_no_tracebac
     r.stream_line(EVAL, "gym_eval_run.stdout.log", 2, "[request_retry url=http://x/run error=E retry=1 elapsed_s=1.2.3]")
     r.server_log_line("srv", "logs/srv.log", 1, "[request_retry url=http://x/v1 error=E retry=1 elapsed_s=..]")
     assert r.state.collector.retrying == {} and r.state.servers["srv"].retrying == {}
+
+
+def test_a_rows_timing_facts():
+    """Gym 0.7 with observability writes `ng_perf.total_latency_ms` (how long the /run took); every
+    row's response has `created_at` (when the model answered). Anything but a number is no time."""
+    row = {"_ng_task_index": 1, "_ng_rollout_index": 0, "reward": 1.0,
+           "response": {"created_at": 1796107104.478194, "output": [{"type": "message"}],
+                        "usage": {"input_tokens": 139, "output_tokens": 9}},
+           "ng_perf": {"num_turns": 1, "total_latency_ms": 124.07326698303223}}
+    f = rollout_facts(json.dumps(row).encode())
+    assert f.latency == pytest.approx(0.12407326698303223) and f.answered_at == 1796107104.478194
+    assert failure_facts(json.dumps({**row, "_ng_failure_class": "x"}).encode()).latency == pytest.approx(0.124073267)
+    for odd in (None, True, "124", -5, 1e400, 2 ** 60, [1]):
+        bad = {**row, "ng_perf": {"total_latency_ms": odd}, "response": {**row["response"], "created_at": odd}}
+        f = rollout_facts(json.dumps(bad).encode())
+        assert (f.latency, f.answered_at) == (None, None), odd
+    for perf in (None, [], "x"):
+        assert rollout_facts(json.dumps({**row, "ng_perf": perf}).encode()).latency is None

@@ -28,6 +28,7 @@ def first_row(t: Trial, status: str, facts: records.RowFacts, ev: Evidence, sour
     t.agent = facts.agent or t.agent
     t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
     t.masked = facts.masked
+    t.latency, t.answered_at = facts.latency, facts.answered_at
 
 
 def observe_row(t: Trial, new: Attempt, facts: records.RowFacts) -> None:
@@ -98,6 +99,7 @@ def _show(t: Trial, a: Attempt, facts: Optional[records.RowFacts]) -> None:
     if facts is not None:
         t.agent = facts.agent or t.agent
         t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
+        t.latency, t.answered_at = facts.latency, facts.answered_at
 
 
 def _failure(t: Trial) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from msgspec import Struct
 
@@ -12,6 +12,13 @@ from msgspec import Struct
 PENDING, INSTALLING, STARTING, READY, EXITED, FAILED = (
     "pending", "installing", "starting", "ready", "exited", "failed")
 SERVER_STATES = (PENDING, INSTALLING, STARTING, READY, EXITED, FAILED)
+
+# A server's startup steps, as its startup timeline draws them (core/servers.py `step_of()` says
+# which state and phase each is): a shared venv's setup-lock wait (Gym 0.7), the venv's creation,
+# uv's install, the server's own start, ready; or where it ended before or after.
+S_LOCK, S_VENV, S_INSTALL, S_START, S_READY, S_FAILED, S_STOPPED = (
+    "setup-lock wait", "venv create", "install", "start", "ready", "failed", "stopped")
+STEPS = (S_LOCK, S_VENV, S_INSTALL, S_START, S_READY, S_FAILED, S_STOPPED)
 
 # Trial statuses.
 T_PENDING, T_COMPLETED, T_FAILED, T_NEVER_RAN, T_MISSING = (
@@ -84,6 +91,14 @@ class Retrying:
     last: Evidence
 
 
+class StepMark(NamedTuple):
+    """A server entered a startup step (S_*): when gymwatch saw the line that began it (the run's
+    clock; None for a line already there when the run was first read, or read after the fact)."""
+
+    step: str
+    at: Optional[float]
+
+
 @dataclass(slots=True)
 class Server:
     name: str
@@ -119,6 +134,7 @@ class Server:
     # the `Response content: ...` line after each of its first `[upstream_request_failed]` lines (Gym
     # 0.7): what the server it called answered (core/upstream.py)
     answers: list[Evidence] = field(default_factory=list)
+    steps: list[StepMark] = field(default_factory=list)    # each startup step entered, in order (its timeline)
 
     @property
     def became_ready(self) -> bool:
@@ -169,6 +185,10 @@ class Trial:
     line: Optional[Attempt] = None          # what collector lines said of its failure (attempts.py)
     row_own: Optional[tuple] = None         # the current row's own failure facts, once a line filled gaps
     masked: bool = False                    # its row is one Gym masked (`mask_sample`): not scored
+    arrived: Optional[float] = None         # when its latest result (row, failure row, line) was seen (the
+                                            # run's clock; None: already there when the run was first read)
+    latency: Optional[float] = None         # seconds its /run took, as Gym recorded it (ng_perf, observability on)
+    answered_at: Optional[float] = None     # its row's response.created_at (epoch: when the model answered)
 
     @property
     def key(self) -> TrialKey:

@@ -19,8 +19,9 @@ from . import fast
 from .fast import rows as fast_rows
 from .neverran import is_number, never_ran
 from .rowfacts import (  # noqa: F401 - the names of a row, read here and by records' users
-    AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, FAILURE_PREFIX, FAILURE_STATUS_KEY, FAILURE_TERMINAL_KEY,
-    MASK_KEY, MESSAGE_KEYS, ROLLOUT_KEY, TASK_KEY, BadLine, Row, RowFacts,
+    AGENT_REF_KEY, ATTEMPT_KEY, CREATED_KEY, FAILURE_CLASS_KEY, FAILURE_PREFIX, FAILURE_STATUS_KEY,
+    FAILURE_TERMINAL_KEY, LATENCY_KEY, MASK_KEY, MESSAGE_KEYS, PERF_KEY, ROLLOUT_KEY, TASK_KEY, BadLine, Row,
+    RowFacts, seconds,
 )
 
 def load_object(raw: bytes) -> dict:
@@ -72,6 +73,7 @@ def rollout_facts(raw: bytes) -> RowFacts:
     response = obj.get("response")
     facts.never_ran = never_ran(response)
     _usage(response, facts)
+    _timing(obj, response, facts)
     reward = obj.get("reward")
     if is_number(reward) and math.isfinite(reward):
         facts.reward = float(reward)
@@ -90,6 +92,7 @@ def failure_facts(raw: bytes) -> RowFacts:
     response = obj.get("response")
     facts.never_ran = never_ran(response)
     _usage(response, facts)
+    _timing(obj, response, facts)
     _failure(obj, facts)
     return facts
 
@@ -144,6 +147,16 @@ def _usage(response: Any, facts: RowFacts) -> None:
         return
     facts.input_tokens = _first_number(usage, "input_tokens", "prompt_tokens")
     facts.output_tokens = _first_number(usage, "output_tokens", "completion_tokens")
+
+
+def _timing(obj: dict, response: Any, facts: RowFacts) -> None:
+    """When the model answered, and how long Gym says the trial's /run took."""
+    if isinstance(response, dict):
+        facts.answered_at = seconds(response.get(CREATED_KEY))
+    perf = obj.get(PERF_KEY)
+    if isinstance(perf, dict):
+        ms = seconds(perf.get(LATENCY_KEY))
+        facts.latency = ms / 1000 if ms is not None else None
 
 
 def _failure(obj: dict, facts: RowFacts) -> None:

@@ -5,11 +5,16 @@ from __future__ import annotations
 from . import gymlines as gl
 from . import upstream
 from .markers import find_marker
-from .model import EXITED, FAILED, INSTALLING, K_UNKNOWN, PENDING, READY, STARTING, Evidence, RunState, Server
+from .model import (
+    EXITED, FAILED, INSTALLING, K_UNKNOWN, PENDING, READY, S_FAILED, S_INSTALL, S_LOCK, S_READY, S_START, S_STOPPED,
+    S_VENV, STARTING, Evidence, RunState, Server, StepMark,
+)
 
 MAX_KEPT_ERRORS = 20
 INSTALLED = "installed"     # the phase after uv's `Installed N packages`
 UP_TO_DATE = "venv up to date"      # the phase after a warm venv's `Checked N packages`
+CREATING_VENV = "creating venv"     # the phase after Gym's `uv venv` line
+WAITING_FOR = "waiting for "        # the phase of a server waiting on a shared venv's setup lock (lock_phase)
 # Lines that continue an error block: indented traceback frames, uv's `cause:` lines, chained exceptions.
 _CHAINED = gl.CHAINED
 _CONTINUATION = ("  ", "\t") + _CHAINED
@@ -51,6 +56,30 @@ def set_state(server: Server, state: str, now: float | None, phase: str = "") ->
         server.state_since = now
     if phase:
         server.phase = phase
+    _mark(server, now)
+
+
+def set_phase(server: Server, phase: str, now: float | None) -> None:
+    """New words for what the server does, in the state it is in."""
+    server.phase = phase
+    _mark(server, now)
+
+
+def _mark(server: Server, now: float | None) -> None:
+    """A step entered (its timeline's next mark)."""
+    step = step_of(server.state, server.phase)
+    if step and (not server.steps or server.steps[-1].step != step):
+        server.steps.append(StepMark(step, now))
+
+
+def step_of(state: str, phase: str) -> str:
+    """The startup step (model.S_*) a server's state and phase words say it is in ('' while pending
+    with nothing known)."""
+    if state in (PENDING, INSTALLING) and phase.startswith(WAITING_FOR):
+        return S_LOCK      # (pending: Gym's unprefixed lock line named its venv, no line of its own yet)
+    if state == INSTALLING:
+        return S_VENV if phase == CREATING_VENV else S_INSTALL
+    return {STARTING: S_START, READY: S_READY, FAILED: S_FAILED, EXITED: S_STOPPED}.get(state, "")
 
 
 def _restart(server: Server, tracker: ServerTracker) -> None:
@@ -65,6 +94,7 @@ def _restart(server: Server, tracker: ServerTracker) -> None:
     server.reported_ready_by_gym = False
     server.shut_down = None
     server.answers.clear()
+    server.steps.clear()
     tracker.__init__()  # type: ignore[misc]
 
 
@@ -88,7 +118,7 @@ def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
         if server.kind == K_UNKNOWN:
             server.kind = gl.server_kind(server.name, text)
         if not ready_by_gym_first(server):
-            set_state(server, INSTALLING, now, "creating venv")
+            set_state(server, INSTALLING, now, CREATING_VENV)
     else:
         _lifecycle(server, text, ev, now)
     if tracker.installed_at is None or tracker.after_install:
@@ -103,7 +133,7 @@ def on_line(server: Server, tracker: ServerTracker, text: str, ev: Evidence, now
 def lock_phase(state: RunState, server: Server, venv: str | None) -> str:
     """Gym 0.7 sets up a venv shared by several servers once, under a lock: the others wait."""
     others = sorted(s.name for s in state.servers.values() if same_venv(s.venv, venv) and s is not server)
-    return f"waiting for {' / '.join(others)}'s venv setup" if others else "waiting for its venv's setup lock"
+    return f"{WAITING_FOR}{' / '.join(others)}'s venv setup" if others else f"{WAITING_FOR}its venv's setup lock"
 
 
 def same_venv(a: str | None, b: str | None) -> bool:
@@ -307,7 +337,7 @@ def hold(server: Server, tracker: ServerTracker) -> None:
     """Before settle draws a conclusion about the server: keep it as its lines left it."""
     if tracker.settled is None:
         tracker.settled = (server.state, server.state_since, server.phase, server.failure,
-                           server.failure_reason, server.silent_death, tracker.guessed)
+                           server.failure_reason, server.silent_death, tracker.guessed, len(server.steps))
 
 
 def lift(server: Server, tracker: ServerTracker) -> None:
@@ -315,5 +345,6 @@ def lift(server: Server, tracker: ServerTracker) -> None:
     next line, which Gym's words, read first, must not change the meaning of."""
     if tracker.settled is not None:
         (server.state, server.state_since, server.phase, server.failure, server.failure_reason,
-         server.silent_death, tracker.guessed) = tracker.settled
+         server.silent_death, tracker.guessed, steps) = tracker.settled
+        del server.steps[steps:]
         tracker.settled = None

@@ -177,7 +177,7 @@ def _submit(args: argparse.Namespace, words: list[str]) -> int:
 
 
 def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) -> int:
-    from .runner import RunRefused, ask_on_quit, launch, open_screen, report, wait_headless
+    from .runner import RunRefused, ask_on_quit, launch, open_screen, report, wait_headless, watch_session
     from .spawn import SpawnError
     from .stop import stop_run
 
@@ -194,8 +194,9 @@ def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) 
         if rc is not None:
             ask_on_quit(run_dir, getattr(args, "on_quit", "ask"))
             return rc
+    watch = watch_session(run_dir)
     try:
-        why = wait_headless(run_dir, getattr(args, "startup_timeout", None))
+        why = wait_headless(run_dir, getattr(args, "startup_timeout", None), session=watch)
     except KeyboardInterrupt:
         print(f"\ngymwatch: stopped watching; the run goes on. Stop: gymwatch stop {run_dir}   "
               f"Watch: gymwatch attach {run_dir}", file=err)
@@ -204,7 +205,7 @@ def launch_and_watch(plan, args: argparse.Namespace, run_id: str | None = None) 
         from .runner import after_driver_kill
 
         after_driver_kill(run_dir, say=lambda s: print(s, file=err))
-    text, code = report(run_dir, args.format)
+    text, code = report(run_dir, args.format, watched=watch.state)
     sys.stdout.write(text)
     sys.stdout.flush()
     if getattr(args, "stop_after", False):

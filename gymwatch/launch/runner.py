@@ -89,14 +89,21 @@ def _ended(e: dict) -> bool:
     return not pid_alive(e["pid"], e.get("create_time"))
 
 
-def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, poll: float = 0.5) -> str:
-    """Wait until the run reaches a point a script can report on. Returns why it stopped waiting:
-    `collected`, `ready` (env only: ready to collect), `startup_ended` (gym died, or gave up on
-    the model endpoints, before that), `timeout`."""
+def watch_session(run_dir: Path):
+    """The session a headless watch polls: timed by the wall clock, so that the report after it has
+    the times it saw (each server's startup steps, when results came)."""
     from ..core.session import RunSession
 
+    return RunSession.open(str(run_dir), check_processes=False, clock=time.time)
+
+
+def wait_headless(run_dir: Path, startup_timeout: Optional[float], say=None, poll: float = 0.5,
+                  session=None) -> str:
+    """Wait until the run reaches a point a script can report on. Returns why it stopped waiting:
+    `collected`, `ready` (env only: ready to collect), `startup_ended` (gym died, or gave up on
+    the model endpoints, before that), `timeout`. `session`: the one to poll (`watch_session()`)."""
     say = say or (lambda s: print(s, file=sys.stderr, flush=True))
-    session = RunSession.open(str(run_dir), check_processes=False)
+    session = session or watch_session(run_dir)
     # The driver times --startup-timeout from the manifest's creation: so does this wait, else a
     # driver stopping the run at its timeout looks like gym ending on its own.
     created_at = float(mf.load(run_dir).get("created") or time.time())
@@ -155,14 +162,18 @@ def after_driver_kill(run_dir: Path, say, timeout: float = 90.0) -> None:
         stop_run(run_dir, say=say)
 
 
-def report(run_dir: Path, fmt: str) -> tuple[str, int]:
-    """The core's report of the run, with per-server process facts attached."""
+def report(run_dir: Path, fmt: str, watched=None) -> tuple[str, int]:
+    """The core's report of the run, with per-server process facts attached. `watched`: the state a
+    watch of the run made (`wait_headless`): the report keeps the times it saw, which a read after
+    the fact cannot know."""
     from ..core.session import read_run
     from ..report import render
     from .procfacts import fill
 
     session = read_run(str(run_dir))
     fill(session.reducer, session.layout.manifest)
+    if watched is not None:
+        session.reducer.carry_times(watched)
     return render(session.state, fmt)
 
 

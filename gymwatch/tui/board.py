@@ -19,15 +19,16 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from ..core import attribution, gymversion
+from .. import charts
+from ..core import attribution, gymversion, timeline
 from ..core.model import EXITED, FAILED, READY, STARTING, RunState, Server, parent_ended
-from .fmt import KIND_LABEL, STATE_LOOK, body, duration, plain
+from .fmt import KIND_LABEL, STATE_LOOK, STEP_LOOK, body, duration, plain
 from .head import Probe
 from .geometry import fit_board
 
 COLUMNS = (("server", "Server"), ("kind", "Kind"), ("state", "State"), ("limit", "Spin-up"),
-           ("why", "Phase / why not ready"), ("in", "In state"), ("ttr", "To ready"), ("err", "Err"),
-           ("last", "Last line"))
+           ("why", "Phase / why not ready"), ("steps", "Startup"), ("in", "In state"), ("ttr", "To ready"),
+           ("err", "Err"), ("last", "Last line"))
 SHORT_LABELS = {"why": ("Phase / why not ready", "Phase / why", "Phase"), "last": ("Last line", "Last")}
 WHY_WIDTH = 400                     # a phase or reason, whitespace folded; the row cuts it, the line under the board does not
 LAST_WIDTH = 90
@@ -35,6 +36,27 @@ WHY_AT = [key for key, _ in COLUMNS].index("why")
 DETAIL_MAX = 4                      # lines kept for the line under the board (more only when the selected one needs them)
 SLOW_FACTOR, SLOW_MIN = 3.0, 60.0   # waiting > 3x the slowest ready sibling, and > 1 min
 LIMIT_WARN = 0.75                   # share of Gym's spin-up limit used that flags a waiting server
+STEPS_WIDTH = 20                    # the startup column's bar: every server's steps on one time axis
+
+
+def startup_bars(state: RunState, now: Optional[float]) -> dict[str, Text]:
+    """While servers are starting (no critical path yet: none failed, not all ready), each one's
+    steps as a bar on the axis they share, from the first step seen to now; {} else, or when no
+    step has a time (the run was read after the fact)."""
+    st = timeline.startup(state, now)
+    if not st.timed or st.critical is not None:
+        return {}
+    out = {}
+    for lane in st.lanes:
+        cells = [(" ", "")] * STEPS_WIDTH
+        for a, b, sp in charts.lane_cells(st, lane, STEPS_WIDTH):
+            for x in range(a, b):
+                cells[x] = ("█", STEP_LOOK.get(sp.step, ""))
+        bar = Text()
+        for ch, style in cells:
+            bar.append(ch, style=style)
+        out[lane.name] = bar
+    return out
 
 
 class ReadinessBoard(DataTable):
@@ -265,9 +287,10 @@ class ReadinessBoard(DataTable):
             del self._cells[name]
             self._details.pop(name, None)
         clock = spinup_clock(state, now)
+        bars = startup_bars(state, now)
         changed = False
         for name, s in state.servers.items():   # few rows: recompute all, write only what differs
-            cells = self._row(state, s, now, name in slow, clock)
+            cells = self._row(state, s, now, name in slow, clock, bars.get(name, Text()))
             self._details[name] = detail_text(s, cells)
             changed |= self._set_row(name, cells)
         self._title(board_title(state, now, clock))
@@ -293,7 +316,7 @@ class ReadinessBoard(DataTable):
         return True
 
     def _row(self, state: RunState, s: Server, now: Optional[float], slow: bool,
-             clock: Optional[tuple[Optional[float], float]]) -> tuple:
+             clock: Optional[tuple[Optional[float], float]], steps: Text) -> tuple:
         sym, style = STATE_LOOK.get(s.state, ("?", ""))
         state_cell = Text(f"{sym} {s.state}", style=style)
         if slow:
@@ -310,7 +333,7 @@ class ReadinessBoard(DataTable):
         if probed is not None:          # after why it is not ready: what its port said is the detail
             why = Text.assemble(why, " · ", probed) if why.plain else probed
         kind = Text(KIND_LABEL.get(s.kind, s.kind), style="dim")
-        return (Text(s.name, style="bold"), kind, state_cell, limit, why,
+        return (Text(s.name, style="bold"), kind, state_cell, limit, why, steps,
                 Text(duration(in_state)), Text("—" if ttr == 0 else duration(ttr)), err,
                 plain(body(s.last_line), LAST_WIDTH))
 

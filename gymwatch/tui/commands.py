@@ -39,6 +39,10 @@ class GymwatchCommands(Provider):
             ("Log: all servers merged", main.action_all_logs, "every server's log in one view"),
             ("Retry file: trials that did not complete", main.action_retry_input,
              "write their inputs for gym eval run --input, and show the command"),
+            ("Charts: startup timeline", partial(main.action_charts, "timeline"),
+             "each server's steps on one time axis, the critical path marked"),
+            ("Charts: throughput, rewards, tokens, cost", partial(main.action_charts, "throughput"),
+             "results per minute, how rewards and tokens spread, cost and speed per agent"),
         ]
         with main.live.lock:
             state = main.live.state

@@ -10,7 +10,7 @@ from rich.text import Text
 from ..core import gymlines
 from ..core.model import (
     EXITED, FAILED, H_HEALTHY, H_UNHEALTHY, H_UNOBSERVED, INSTALLING, K_AGENT, K_ENVIRONMENT, K_MODEL,
-    K_RESOURCES, K_UNKNOWN, PENDING, READY, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING,
+    K_RESOURCES, K_UNKNOWN, PENDING, READY, S_INSTALL, S_LOCK, S_START, S_VENV, STARTING, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING,
     V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN,
     V_STARTING, V_STARTUP_FAILED, V_UNREADABLE,
 )
@@ -24,6 +24,8 @@ STATE_LOOK = {   # server state -> (symbol, style)
     EXITED: ("■", "grey62"),
     FAILED: ("✗", "bold red"),
 }
+STEP_LOOK = {   # a server's startup step (core/model.py S_*) -> style of its bar in the timeline
+    S_LOCK: "magenta", S_VENV: "blue", S_INSTALL: "cyan", S_START: "yellow"}
 KIND_LABEL = {K_RESOURCES: "res", K_AGENT: "agent", K_MODEL: "model", K_ENVIRONMENT: "env", K_UNKNOWN: ""}
 STATUS_LOOK = {  # trial status -> (label, style of the status cell, style of the whole row)
     T_COMPLETED: ("✓ completed", "green", ""),

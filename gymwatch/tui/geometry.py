@@ -43,9 +43,10 @@ DROP_ORDER = ("tokens", "attempt", "gym", "reward")
 KEEP = ("task", "rollout", "status", "why")
 # The readiness board's columns (board.py), least needed first: dropped in this order when the
 # board is narrow. The others always stay: Err too (a count is what says a server has errors).
-BOARD_DROP = ("last", "ttr", "limit", "in", "kind")
+# (the startup timeline's column first: `t` shows it whole)
+BOARD_DROP = ("steps", "last", "ttr", "limit", "in", "kind")
 BOARD_KEEP = ("server", "state", "why", "err")
-WHOLE_DROP = 3          # ... of which only these go to show a phase whole (the title has the spin-up clock)
+WHOLE_DROP = 4          # ... of which only these go to show a phase whole (the title has the spin-up clock)
 SERVER_CAP = 24         # the Server column when room is short (the line under the board names it whole)
 PHASE_MIN, PHASE_SHARE = 24, 0.3    # the phase is not squeezed below this, or this share of the board
 LAST_MIN = 24           # the last log line is shown only with this much room beside a whole phase

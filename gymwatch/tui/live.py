@@ -11,6 +11,7 @@ size under it; a row drawn alone (a dict look-up, attributes) needs no lock.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
@@ -142,6 +143,17 @@ class LiveRun:
         """A path of the run (evidence names files relative to its root)."""
         p = Path(rel)
         return p if p.is_absolute() else self.root / p
+
+    def snapshot(self) -> Optional[RunState]:
+        """The state as it is now, for reading outside `lock` (the charts, in a thread): its own
+        dict of trials (the trials and servers themselves are shared), taken under the lock."""
+        with self.lock:
+            state = self.state
+            if state is None:
+                return None
+            view = copy.copy(state)
+            view.trials, view.servers = dict(state.trials), dict(state.servers)
+            return view
 
     def server_log(self, name: str) -> Optional[str]:
         """The server's own log (`<logs>/<name>.log`), relative to the root."""

@@ -26,6 +26,7 @@ from ..core.verdict import Verdict, verdict
 from . import geometry
 from . import head as headprobe
 from .board import BoardPane, ReadinessBoard, waited_on
+from .charts import ChartsScreen
 from .footer import WholeLabels
 from .keymap import key_shown
 from .live import Changes, LiveRun
@@ -61,6 +62,8 @@ class MainScreen(Screen):
         Binding("left_curly_bracket", "prev_cause", "Prev cause line", show=False,
                 id="gymwatch.prev-cause"),
         Binding("R", "retry_input", "Retry file", show=False, id="gymwatch.retry-input"),
+        Binding("t", "charts('timeline')", "Startup timeline", show=False, id="gymwatch.timeline"),
+        Binding("p", "charts('throughput')", "Charts", show=False, id="gymwatch.charts"),
     ]
 
     def __init__(self, live: LiveRun, *, source: ChangeSource, tick: float, head: Optional[str]) -> None:
@@ -154,6 +157,9 @@ class MainScreen(Screen):
                     self.navigator.open_server_log(name)
             if self.run_shown and not self.hands_on and state is not None:
                 self._select_waited_on()
+        if isinstance(self.app.screen, ChartsScreen) and (changes.reset or changes.trials or changes.removed_trials
+                                                          or changes.servers):
+            self.app.screen.run_changed()     # (not for log lines: they change no chart)
         self.fit_soon()        # the summary's and the board's heights may have moved
 
     def show_summary(self) -> None:
@@ -353,6 +359,10 @@ class MainScreen(Screen):
             return
         t = self.trials.trial_at_cursor() if self.focused_pane() is self.trials else None
         self.app.push_screen(RetryScreen(self.live, t.key if t is not None else None))
+
+    def action_charts(self, page: str) -> None:
+        """`t` / `p`: the startup timeline, or throughput, rewards, tokens and cost, over the screen."""
+        self.app.push_screen(ChartsScreen(self.live, page))
 
     def set_trial_filter(self, by: str) -> None:
         self.trials.set_filter(by)

@@ -25,7 +25,9 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from ..neverran import TOKEN_KEYS, never_ran
-from ..rowfacts import AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, MASK_KEY, ROLLOUT_KEY, TASK_KEY, RowFacts
+from ..rowfacts import (
+    AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, MASK_KEY, PERF_KEY, ROLLOUT_KEY, TASK_KEY, RowFacts, seconds,
+)
 
 _MAX_DIGITS = 4300        # jiter (the reference parser, like int()) refuses an integer of more digits
 _DIGIT_STRIDE = 2048      # a run of > 4300 digits covers two neighbouring multiples of this
@@ -43,6 +45,11 @@ class _Usage(Struct, gc=False):
 class _Response(Struct, gc=False):
     output: Union[Raw, UnsetType] = UNSET
     usage: Union[_Usage, UnsetType] = UNSET
+    created_at: Union[int, float, None, UnsetType] = UNSET
+
+
+class _Perf(Struct, gc=False):
+    total_latency_ms: Union[int, float, None, UnsetType] = UNSET
 
 
 class _Ref(Struct, gc=False):
@@ -58,6 +65,7 @@ class _RolloutRow(Struct, gc=False):
     agent_ref: Union[_Ref, UnsetType] = field(name=AGENT_REF_KEY, default=UNSET)
     failure_class: Union[str, None, UnsetType] = field(name=FAILURE_CLASS_KEY, default=UNSET)
     masked: Union[bool, int, float, None, UnsetType] = field(name=MASK_KEY, default=UNSET)
+    perf: Union[_Perf, None, UnsetType] = field(name=PERF_KEY, default=UNSET)
 
 
 class _InputRow(Struct, gc=False):
@@ -118,8 +126,10 @@ def _rollout(row: _RolloutRow) -> Optional[RowFacts]:
     inp: Optional[int] = None
     out: Optional[int] = None
     nr = False
+    answered: Optional[float] = None
     response = row.response
     if response is not UNSET:
+        answered = seconds(response.created_at)
         usage = response.usage
         if usage is not UNSET:
             a, b = usage.input_tokens, usage.prompt_tokens
@@ -133,8 +143,11 @@ def _rollout(row: _RolloutRow) -> Optional[RowFacts]:
             nr = never_ran({"output": None} if usage is UNSET else {"output": None, "usage": _usage_dict(usage)})
     ref = row.agent_ref
     agent = "" if ref is UNSET or ref.name is UNSET else ref.name
-    mask = row.masked
-    return RowFacts(task, rollout, attempt, reward, inp, out, nr, agent, masked=mask is not UNSET and bool(mask))
+    perf, mask = row.perf, row.masked
+    ms = seconds(perf.total_latency_ms) if perf is not None and perf is not UNSET else None
+    return RowFacts(task, rollout, attempt, reward, inp, out, nr, agent,
+                    latency=ms / 1000 if ms is not None else None, answered_at=answered,
+                    masked=mask is not UNSET and bool(mask))
 
 
 def _input(row: _InputRow) -> Optional[RowFacts]:

@@ -29,6 +29,7 @@ class Rows(Part):
         state = self.state
         trials, agents, changed = state.trials, state.agent_names, self.changes.trials
         applied = 0
+        now = self.w.clock()      # when these rows were seen (None: there at the first read)
         for lineno, facts in enumerate(rows, first):
             if not isinstance(facts, RowFacts):
                 self._not_a_row(file, lineno, facts)
@@ -57,13 +58,17 @@ class Rows(Part):
                                     input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
                                     failure_class=facts.failure_class, message=facts.message,
                                     http_status=facts.http_status, agent=facts.agent, evidence=ev, source=source,
+                                    arrived=now, latency=facts.latency, answered_at=facts.answered_at,
                                     masked=facts.masked)
-            elif t.source < SRC_FAILURE_ROW and t.line is None:
-                attempts.first_row(t, status, facts, ev, source)
             else:
-                reward = facts.reward if source == SRC_ROW else None
-                attempts.observe_row(t, Attempt(facts.attempt, status, reward, facts.failure_class, facts.message,
-                                                facts.http_status, ev, source), facts)
+                if t.source < SRC_FAILURE_ROW and t.line is None:
+                    attempts.first_row(t, status, facts, ev, source)
+                else:
+                    reward = facts.reward if source == SRC_ROW else None
+                    attempts.observe_row(t, Attempt(facts.attempt, status, reward, facts.failure_class,
+                                                    facts.message, facts.http_status, ev, source), facts)
+                if now is not None:
+                    t.arrived = now
             changed.add(key)
             applied += 1
         if applied:

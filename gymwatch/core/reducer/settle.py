@@ -12,7 +12,8 @@ from .. import gymlines as gl
 from .. import pace
 from ..model import (
     EXITED, FAILED, K_RESOURCES, K_UNKNOWN, READY, STALL_ENDED, STALL_RECOVERED, T_MISSING, T_PENDING, Evidence,
-    Arrivals, RunState, Server, Stall, TrialKey, collector_ended, exited_with_run, ongoing_stall, parent_gave_up,
+    Arrivals, RunState, Server, Stall, StepMark, TrialKey, collector_ended, exited_with_run, ongoing_stall,
+    parent_gave_up,
 )
 from ..servers import fail, hold, lift, set_state
 from .writer import Part
@@ -34,7 +35,8 @@ class Settle(Part):
         may be read before the server's own: the conclusions are always drawn from every line
         read so far, as one whole read would draw them."""
         st, p = self.state, self.state.parent
-        before = {name: (s.state, s.phase, s.kind, s.state_since) for name, s in st.servers.items()}
+        before = {name: (s.state, s.phase, s.kind, s.state_since, s.steps[-1] if s.steps else None)
+                  for name, s in st.servers.items()}
         for name, s in st.servers.items():
             lift(s, self.trackers[name])
         env = st.servers.get(st.info.environment)
@@ -71,6 +73,8 @@ class Settle(Part):
             old = before.get(name)
             if old is not None and old[0] == s.state:
                 s.state_since = old[3]      # the same conclusion drawn again: its time stays
+                if old[4] is not None and s.steps and s.steps[-1].step == old[4].step:
+                    s.steps[-1] = old[4]    # ... and so does its step's
         moved = {name for name, s in st.servers.items() if before.get(name, ())[:3] != (s.state, s.phase, s.kind)}
         self.changes.servers |= moved
         self.changes.trials |= self._settle_trials(collector_ended(st))
@@ -155,11 +159,13 @@ class Settle(Part):
             if o.state == s.state and o.state_since is not None and (s.state_since is None
                                                                     or o.state_since < s.state_since):
                 s.state_since = o.state_since
+            s.steps = _carried_steps(o.steps, s.steps)
+        _carry_trial_arrivals(old, new)
         _carry_earliest(old.parent, new.parent, "spinup_at")
         _carry_earliest(old.parent.endpoints, new.parent.endpoints, "waiting_at")
-        self._carry_arrivals(old)
+        self._carry_pace(old)
 
-    def _carry_arrivals(self, old: RunState) -> None:
+    def _carry_pace(self, old: RunState) -> None:
         """When results came, and the stalls, as `old` saw them: the re-read brought every result
         again at once, and only those beyond what `old` had are new (arrived at the re-read)."""
         new = self.state
@@ -175,6 +181,27 @@ class Settle(Part):
             new.stalls = [replace(s, waits=list(s.waits)) for s in old.stalls]
 
 
+
+
+def _carried_steps(old: list[StepMark], new: list[StepMark]) -> list[StepMark]:
+    """A re-read server's steps: those it had, with the times it had (a whole read may miss one a
+    live read saw, e.g. a lock wait named before its own lines), then the new ones after the last
+    step both have."""
+    j, last = 0, None
+    for i, mark in enumerate(new):
+        k = next((k for k in range(j, len(old)) if old[k].step == mark.step), None)
+        if k is not None:
+            j, last = k + 1, i
+    return new if last is None else old[:j] + new[last + 1:]
+
+
+def _carry_trial_arrivals(old: RunState, new: RunState) -> None:
+    """A re-read trial's arrival: when its result was first seen, not the re-read."""
+    olds = old.trials
+    for key, t in new.trials.items():
+        o = olds.get(key)
+        if o is not None and o.arrived is not None and (t.arrived is None or o.arrived < t.arrived):
+            t.arrived = o.arrived
 
 
 def _carry_earliest(old: object, new: object, attr: str) -> None:

@@ -16,7 +16,7 @@ from ..markers import is_error_line
 from ..model import (
     K_UNKNOWN, PENDING, INSTALLING, READY, STARTING, SRC_LINE, T_FAILED, Attempt, Evidence, HealthTotals, Server,
 )
-from ..servers import lock_phase, same_venv, set_state
+from ..servers import lock_phase, same_venv, set_phase, set_state
 from ..stamps import STAMP_START
 from ..tail import decode
 from .servers import ServerLines
@@ -186,7 +186,7 @@ class StreamLines(Part):
             self.w.sign("launch_line", ev)
             for other in self.state.servers.values():    # a lock wait read before this line
                 if self.trackers[other.name].lock_wait and same_venv(other.venv, s.venv):
-                    other.phase = lock_phase(self.state, other, other.venv)
+                    set_phase(other, lock_phase(self.state, other, other.venv), self.w.clock())
                     self.changes.servers.add(other.name)
             return True
         m = gl.VENV_LOCK_RE.search(text)
@@ -194,7 +194,7 @@ class StreamLines(Part):
             self.w.sign("venv_lock", ev)
             for s in self.state.servers.values():
                 if same_venv(s.venv, m.group(1)) and s.state == PENDING and s.last_line_at is None:
-                    s.phase = lock_phase(self.state, s, m.group(1))
+                    set_phase(s, lock_phase(self.state, s, m.group(1)), self.w.clock())
                     self.changes.servers.add(s.name)
             return True
         if gl.SPINUP_RE.search(text):
@@ -372,9 +372,7 @@ class StreamLines(Part):
             key = gl.row_key(m.group(2))
             status = int(m.group(1)) if m.group(1).isdigit() else None
             if key is not None:
-                attempts.observe_line(self.w.trial(key[:2]), Attempt(None, T_FAILED, None, "", "", status, ev,
-                                                                    SRC_LINE, ev))
-                self.w.arrived(1)
+                self._observe(key, Attempt(None, T_FAILED, None, "", "", status, ev, SRC_LINE, ev))
             return
         m = gl.DROPPED_RE.search(text)
         if m:
@@ -382,10 +380,17 @@ class StreamLines(Part):
             message = (m.group(3) or "").strip()
             code = re.match(r"(\d{3})\b", message)
             if key is not None:
-                attempts.observe_line(self.w.trial(key[:2]), Attempt(None, T_FAILED, None, m.group(2), message,
-                                                                    int(code.group(1)) if code else None, ev,
-                                                                    SRC_LINE, ev))
-                self.w.arrived(1)
+                self._observe(key, Attempt(None, T_FAILED, None, m.group(2), message,
+                                           int(code.group(1)) if code else None, ev, SRC_LINE, ev))
+
+    def _observe(self, key: tuple, failed: Attempt) -> None:
+        """A collector line named the trial `key` failed: a result of it, seen now."""
+        t = self.w.trial(key[:2])
+        attempts.observe_line(t, failed)
+        self.w.arrived(1)
+        now = self.w.clock()
+        if now is not None:
+            t.arrived = now
 
     def _collector_signs(self, text: str, ev: Evidence) -> None:
         """Gym's health totals line, and features that bound the Gym version."""
