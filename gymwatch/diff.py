@@ -29,7 +29,7 @@ import sys
 from typing import Any, Optional
 
 from . import __version__
-from .core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, RunState, Trial
+from .core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, RunState, Trial, scored
 from .core.sanitize import clean
 from .core.verdict import EXIT_INPUT, EXIT_OK, EXIT_TRIALS, counts, mean_reward, verdict
 from .diffstats import signed
@@ -119,8 +119,8 @@ def _task_stats(trials: list[Trial]) -> dict[str, Any]:
     out: dict[str, Any] = dict.fromkeys(TRIAL_STATUSES, 0)
     for t in trials:
         out[t.status] += 1
-    rewards = [t.reward for t in trials if t.status == T_COMPLETED and t.reward is not None]
-    out["mean_reward"] = sum(rewards) / len(rewards) if rewards else None
+    rewards = [t.reward for t in trials if scored(t)]
+    out["mean_reward"] = sum(rewards) / len(rewards) if rewards else None     # type: ignore[arg-type]
     out["trials"] = len(trials)
     return out
 

@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import stats
-from .core.model import T_COMPLETED, RunState, Trial
+from .core.model import RunState, Trial, scored as is_scored
 
 MIN_TASKS = 10          # below this an interval over tasks means little: none is given
 SAME = 1e-12            # a change smaller than this is float noise: the task stayed the same
 
 
 def scored(t: Optional[Trial]) -> Optional[float]:
-    """The trial's reward when it counts (completed with a reward), else None."""
-    return t.reward if t is not None and t.status == T_COMPLETED and t.reward is not None else None
+    """The trial's reward when it counts (completed with a reward, not masked), else None."""
+    return t.reward if t is not None and is_scored(t) else None
 
 
 @dataclass

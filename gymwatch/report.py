@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, TextIO
 from pydantic_core import to_json as to_json_bytes
 
 from . import __version__, charts
-from .core import attempts, attribution, costs, figures, gymversion, health, rerun, timeline
+from .core import attempts, attribution, costs, figures, gymversion, health, pace, rerun, score, timeline
 from .core.fast import fork
 from .core.model import (
     EXITED,
     FAILED,
     INSTALLING,
     PENDING,
+    STALL_ON,
     STARTING,
     T_COMPLETED,
     T_FAILED,
@@ -38,10 +39,11 @@ from .core.model import (
     Retrying,
     RunState,
     Server,
+    Stall,
     Trial,
 )
 from .core.sanitize import clean
-from .core.verdict import Verdict, counts, mean_reward, verdict
+from .core.verdict import Verdict, counts, verdict
 
 if TYPE_CHECKING:
     from .core.cluster.record import Submission
@@ -85,7 +87,7 @@ def trial_json(state: RunState, t: Trial, memo: attribution.Memo = None) -> dict
     gym = state.health.get(t.key)
     return {
         "task_index": t.task_index, "rollout_index": t.rollout_index, "attempt_index": t.attempt_index,
-        "status": t.status, "reward": t.reward, "withheld_reward": t.withheld_reward,
+        "status": t.status, "reward": t.reward, "withheld_reward": t.withheld_reward, "masked": t.masked,
         "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
         "failure_class": t.failure_class or None, "message": t.message or None, "http_status": t.http_status,
         "agent": t.agent or None,
@@ -112,6 +114,38 @@ def endpoints_json(e: EndpointWait) -> Optional[dict]:
         return None
     return {"urls": e.urls, "limit": e.limit, "elapsed": e.elapsed, "waiting": _ev(e.waiting),
             "answered": _ev(e.answered), "gave_up": _ev(e.gave_up), "unresolved": [x.to_json() for x in e.unresolved]}
+
+
+def score_json(state: RunState) -> dict:
+    """What the score is worth: its denominator, Gym's own score beside it, what Gym's score leaves
+    out and whether Gym's health verdict vouches for anything."""
+    d = score.denominator(state)
+    return {"mean_reward": d.mean, "expected": d.expected, "scored": d.scored, "not_scored": d.not_scored,
+            "failed": d.failed, "never_ran": d.never_ran, "missing": d.missing, "masked": d.masked,
+            "without_reward": d.unrewarded, "pending": d.pending, "words": score.words(d),
+            "gym": [{"agent": g.agent or None, "key_metrics": g.key_metrics, "sample_count": g.sample_count,
+                     "missing_count": g.missing_count, "masked": g.masked, "evidence": _ev(g.evidence)}
+                    for g in state.gym_scores],
+            "gym_leaves_out": {"trials": d.routed, "file": d.routed_file, "words": score.left_out_words(state, d)}
+            if d.routed else None,
+            "gym_counts_never_ran": score.withheld_words(state, d) or None,
+            "gym_health_vouches": score.health_vouches(state), "gym_health_note": score.health_words(state) or None}
+
+
+def score_notes(state: RunState, d: score.Denominator) -> list[str]:
+    """What Gym's own numbers leave out or count that gymwatch's do not, and what they vouch for."""
+    return [n for n in (score.left_out_words(state, d), score.withheld_words(state, d), score.health_words(state)) if n]
+
+
+def stall_json(s: Stall) -> dict:
+    """One stall: when results stopped (`start`) and came again (`end`, null when they did not),
+    on the clock it was seen by (epoch seconds)."""
+    return {"start": s.since, "end": s.end, "seconds": round(s.seconds, 3),
+            "outcome": s.how or "ongoing", "ongoing": s.how == STALL_ON,
+            "limit_seconds": round(s.limit, 3), "usual_wait_seconds": None if s.scale is None else round(s.scale, 3),
+            "judged_by": "files" if s.files else "arrivals", "trials_in_flight": s.in_flight,
+            "servers": [{"name": w.name, "kind": w.kind, "last_line": w.text or None, "evidence": _ev(w.line),
+                         "age_seconds": None if w.age is None else round(w.age, 3)} for w in s.waits]}
 
 
 def health_totals_json(state: RunState) -> Optional[dict]:
@@ -145,12 +179,13 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
     v = v or verdict(state)
     c, p, info = state.collector, state.parent, state.info
     version, basis = gymversion.version(state)
+    worth = score_json(state)
     return {
         "gymwatch_version": __version__, "root": state.root, "kind": state.kind,
         "verdict": v.name, "reason": v.reason, "evidence": _ev(v.evidence),
         "related": [e.to_json() for e in v.related], "exit_code": v.exit_code,
         "counts": counts(state), "total": len(state.trials), "expected": state.expected_total,
-        "mean_reward": mean_reward(state),
+        "mean_reward": worth["mean_reward"], "score": worth,
         "info": {"environment": info.environment or None, "agent": info.agent or None,
                  "model": info.model or None, "num_repeats": info.num_repeats,
                  "concurrency": info.concurrency, "commands": info.commands, "run_id": info.run_id or None,
@@ -166,6 +201,7 @@ def to_json(state: RunState, v: Optional[Verdict] = None, trials: bool = True,
                       "traceback": _ev(c.traceback), "error": _ev(c.error), "last_line": _ev(c.last_line),
                       "cut_row": _ev(c.cut_row),
                       "retrying": retrying_json(state, c.retrying)},
+        "stalls": [stall_json(s) for s in state.stalls],
         "aggregate_metrics_written": state.aggregate_written,
         "gym_health": health_totals_json(state),
         "servers": [server_json(state, s) for s in state.servers.values()],
@@ -251,6 +287,8 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
                 *charts.startup_lines(st)]
     out.append("")
     out.extend(_trials_text(state))
+    stall_lines = _stalls_text(state)
+    out.extend(["", *stall_lines] if stall_lines else [])
     rerun_lines = rerun.summary_lines(rerun.plan(state), SHOW_TRIALS)
     out.extend(["", *rerun_lines] if rerun_lines else [])
     cost_lines = charts.cost_lines(costs.costs(state))
@@ -316,11 +354,16 @@ def _trials_text(state: RunState) -> list[str]:
     c = counts(state)
     total = len(state.trials)
     parts = ", ".join(f"{c[k]} {k.replace('_', '-')}" for k in TRIAL_STATUSES if c[k])
-    mr = mean_reward(state)
+    d = score.denominator(state)
     unread = [u.file for u in state.unreadable.values() if u.rows]
     out = [f"trials: {total}" + (f" ({parts})" if parts else "") +
-           (f"; mean reward {mr:.3f} over {c[T_COMPLETED]} completed" if mr is not None else "") +
+           (f"; mean reward {score.words(d)}" if d.mean is not None else "") +
            (f"; unknown: {', '.join(unread)} could not be read" if unread else "")]
+    for g in state.gym_scores:
+        out.append(f"  Gym's own score ({g.evidence.file if g.evidence else 'aggregate metrics'}): "
+                   f"{clean(score.gym_score_words(g))}")
+    for note in score_notes(state, d):
+        out.append(f"  note: {clean(note)}")
     problems = [t for t in sorted_trials(state) if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING)]
     for t in problems[:SHOW_TRIALS]:
         key = f"task {t.task_index} rollout {t.rollout_index}" + (
@@ -334,6 +377,19 @@ def _trials_text(state: RunState) -> list[str]:
         out.append(f"  {key}: {what}" + (f"  at {ev.where()}" if ev else ""))
     if len(problems) > SHOW_TRIALS:
         out.append(f"  ... {len(problems) - SHOW_TRIALS} more")
+    return out
+
+
+def _stalls_text(state: RunState) -> list[str]:
+    """Each stall: how long, when, how it ended; what was in flight and where it waited."""
+    if not state.stalls:
+        return []
+    out = ["stalls:"]
+    for s in state.stalls:
+        flying = f"; {s.in_flight} trial{'s' if s.in_flight != 1 else ''} in flight" if s.in_flight is not None else ""
+        out.append(f"  {clean(pace.note(s))}{flying}")
+        for w in s.waits:
+            out.append(f"    {clean(pace.wait_words(w, 160))}" + (f"  at {w.line.where()}" if w.line else ""))
     return out
 
 
@@ -364,8 +420,25 @@ def to_markdown(state: RunState, v: Optional[Verdict] = None, title: str = "# gy
                   f"{'`' + ev.where() + '`' if ev else ''} |")
     c = counts(state)
     md += ["", "| status | trials |", "|---|---|"] + [f"| {k} | {c[k]} |" for k in TRIAL_STATUSES]
-    mr = mean_reward(state)
-    md += ["", f"Mean reward over completed trials: {_fmt_reward(mr)}", ""]
+    d = score.denominator(state)
+    md += ["", f"Mean reward: {_md(score.words(d))}", ""]
+    if state.gym_scores:
+        md += ["| Gym's own score | over |", "|---|---|"]
+        for g in state.gym_scores:
+            over = "" if g.sample_count is None else f"{g.sample_count} rows" + (
+                f", {g.missing_count} missing from a repeat" if g.missing_count else "")
+            metrics = ", ".join(f"{k} {v:g}" for k, v in g.key_metrics.items())
+            md.append(f"| {_md((g.agent + ': ') if g.agent else '')}{_md(metrics)} | {over} |")
+        md.append("")
+    for note in score_notes(state, d):
+        md += [f"> {_md(note)}", ""]
+    if state.stalls:
+        md += ["| stall | in flight | waiting on |", "|---|---|---|"]
+        for st in state.stalls:
+            where = "<br>".join(f"{_md(pace.wait_words(w, 160))}" + (f" `{w.line.where()}`" if w.line else "")
+                                for w in st.waits)
+            md.append(f"| {_md(pace.note(st))} | {'' if st.in_flight is None else st.in_flight} | {where} |")
+        md.append("")
     problems = [t for t in sorted_trials(state) if t.status in (T_FAILED, T_NEVER_RAN, T_MISSING)]
     if problems:
         md += ["| task | rollout | status | evidence |", "|---|---|---|---|"]
@@ -530,7 +603,7 @@ class _PlainTrials:
     fraction of the cost. tests/test_report_json.py compares the two."""
 
     TEMPLATE = ('{"task_index":%d,"rollout_index":%d,"attempt_index":%s,"status":"completed","reward":%s,'
-                '"withheld_reward":null,"input_tokens":%s,"output_tokens":%s,"failure_class":null,"message":null,'
+                '"withheld_reward":null,"masked":false,"input_tokens":%s,"output_tokens":%s,"failure_class":null,"message":null,'
                 '"http_status":null,"agent":%s,"evidence":{"file":%s,"line":%d,"text":%s},"named_at":null,'
                 '"cause":null,"cause_chain":[],"attempts":[],"gym_health":null}')
 
@@ -543,7 +616,7 @@ class _PlainTrials:
         ev = t.evidence
         if (t.status != T_COMPLETED or ev is None or t.earlier is not None or t.line is not None
                 or t.named_at is not None or t.failure_class or t.message or t.http_status is not None
-                or t.withheld_reward is not None or ev.note or (self.health and t.key in self.health)):
+                or t.withheld_reward is not None or t.masked or ev.note or (self.health and t.key in self.health)):
             return None
         inp, out, att, reward = t.input_tokens, t.output_tokens, t.attempt_index, t.reward
         if type(reward) is not float and reward is not None:

@@ -25,6 +25,8 @@ SIZE = (140, 42)
 COLD_START = [3.3, 9.4, 10.4, 12.4, 20.0, 24.2, 24.5, 25.5, 26.2]
 COLLECTING = COLD_START + [30.2, 33.0, 36.0, 37.0, 38.0, 39.0, 40.0]
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+# Gym 0.7.0 with its model endpoint silent after 3 rows (29.0 s): stalled from a minute later
+STALLED = [1.0, 20.0, 22.3, 25.8, 27.3, 29.1, 60.0, 96.0, 130.0]
 # g07_cold_start_shared_venv's recorded times (its timeline.jsonl) up to all six servers ready
 COLD_SHARED = [0.5, 5.0, 5.3, 11.3, 12.1, 12.3, 13.6, 13.8, 27.3, 27.5, 29.5, 29.8, 32.3, 32.6, 33.1, 33.3, 36.6,
                36.9, 37.1, 37.4, 42.6, 49.0, 50.2, 51.2, 51.5, 52.0, 52.7, 53.2, 56.0, 56.2, 59.3, 59.8, 62.3, 62.6,
@@ -45,7 +47,7 @@ async def shoot(app, out: Path, keys: tuple[str, ...] = (), size: tuple[int, int
     print(out)
 
 
-def staged(case, times: list[float], tmp: Path, stuck: float = 0.0):
+def staged(case: str | Path, times: list[float], tmp: Path, stuck: float = 0.0):
     clock = FakeClock()
     live, _ = staged_live(case, tmp / Path(case).name, times, clock)
     clock.t += stuck
@@ -117,6 +119,8 @@ async def main(out: Path) -> None:
         t = Path(tmp)
         await shoot(staged("live_timeline", COLD_START, t / "a", stuck=300), out / "cold_start_stuck.svg")
         await shoot(staged("live_timeline", COLLECTING, t / "b"), out / "collecting.svg")
+        await shoot(staged(FIXTURES / "gym-0.7.0-stalls" / "g070_endpoint_silent_for_good", STALLED, t / "e"),
+                    out / "stalled.svg")
         # the startup timeline (`t`) of six servers, two sharing a venv: the lock waits, the critical
         # path; and the board's startup column while they start
         cold = FIXTURES / "gym-0.7.0-cases" / "g07_cold_start_shared_venv"
@@ -130,7 +134,7 @@ async def main(out: Path) -> None:
     await shoot(fixture_app("aborted_500"), out / "aborted_500_80x24.svg", size=(80, 24))
     await shoot(fixture_app("some_never_ran"), out / "some_never_ran_200x50.svg", size=(200, 50))
     # Gym 0.7: a spin-up limit that ran out, and the card of a trial the failure sidecar names
-    cases07 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "gym-0.7.0-cases"
+    cases07 = FIXTURES / "gym-0.7.0-cases"
     await shoot(fixture_app(cases07 / "g07_spinup_timeout"), out / "g07_spinup_timeout.svg")
     await shoot(fixture_app(cases07 / "g07_run_failures_sidecar"), out / "g07_failed_trial_card.svg",
                 ("right_square_bracket", "enter"))

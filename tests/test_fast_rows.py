@@ -68,6 +68,7 @@ row_fields = {
     "_ng_failure_message": scalars, "_ng_failure_detail": scalars, "error": scalars,
     "ng_perf": perfs,
     "expected_answer": st.text(max_size=3),
+    "mask_sample": st.one_of(st.sampled_from([True, False, 0.0, 1.0, 0, 1, None]), scalars),
 }
 
 
@@ -117,7 +118,8 @@ def _gym_row(rng: random.Random, never: bool) -> dict:
                                         "metadata": {"response": {"output": [], "usage": {"input_tokens": 0}}}},
             "response": {"id": "r", "output": [] if never else [{"type": "message", "content": [{"text": "A"}]}],
                          "usage": usage, "user": None},
-            "reward": rng.choice([0.0, 1.0]), "_ng_task_index": rng.randint(0, 99),
+            "reward": rng.choice([0.0, 1.0]), "mask_sample": rng.choice([False, False, 0.0, True]),
+            "_ng_task_index": rng.randint(0, 99),
             "_ng_rollout_index": rng.randint(0, 3), "agent_ref": {"name": "mcqa_simple_agent"}}
 
 

@@ -341,12 +341,12 @@ def test_the_slow_patterns_are_gated():
     (b'[] []', False), (b'{"a": [1,]}', False), (b'{"a": tru}', False),
 ])
 def test_aggregate_metrics_count_only_once_whole(data, whole):
-    from gymwatch.core.session import _whole_json
+    from gymwatch.core.score import gym_scores
     if whole:
-        _whole_json(data)
+        gym_scores(data, "rollouts_aggregate_metrics.json")
     else:
         with pytest.raises(ValueError):
-            _whole_json(data)
+            gym_scores(data, "rollouts_aggregate_metrics.json")
 
 
 @pytest.mark.parametrize("text, key, named", [

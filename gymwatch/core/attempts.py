@@ -27,6 +27,7 @@ def first_row(t: Trial, status: str, facts: records.RowFacts, ev: Evidence, sour
     t.failure_class, t.message, t.http_status = facts.failure_class, facts.message, facts.http_status
     t.agent = facts.agent or t.agent
     t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens
+    t.masked = facts.masked
     t.latency, t.answered_at = facts.latency, facts.answered_at
 
 
@@ -94,6 +95,7 @@ def _show(t: Trial, a: Attempt, facts: Optional[records.RowFacts]) -> None:
     else:
         t.reward = a.reward if a.status == T_COMPLETED else None
         t.withheld_reward = None
+    t.masked = facts.masked if facts is not None else False
     if facts is not None:
         t.agent = facts.agent or t.agent
         t.input_tokens, t.output_tokens = facts.input_tokens, facts.output_tokens

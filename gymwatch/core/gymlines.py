@@ -195,6 +195,8 @@ EXAMPLES_LEFT = COLLECTOR.words("EXAMPLES_LEFT", "Examples left:")       # the l
 EXAMPLES_LEFT_RE = COLLECTOR.pattern("EXAMPLES_LEFT_RE", r"^\d+\. (\S+): (\d+)\s*$", (": ",), steady=False)
 COLLECT_START_RE = COLLECTOR.gated("COLLECT_START_RE", r"Querying with \d+ concurrent requests|Collecting rollouts:|Repeating rows \d+ times",
                                      ("Querying with ", "Collecting rollouts:", "Repeating rows "))
+CONCURRENCY = "Querying with "     # `Querying with 2 concurrent requests`: Gym's limit on trials in flight
+CONCURRENCY_RE = COLLECTOR.pattern("CONCURRENCY_RE", r"^Querying with (\d+) concurrent requests", starts=(CONCURRENCY,))
 EXC_LINE_RE = COLLECTOR.pattern("EXC_LINE_RE", r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): ?(.*)$",
                                 ("Error:", "Exception:", "Interrupt:", "Exit:"))
 # A `gym` command's own error for a mistake in its config or arguments (0.6+: ConfigError, printed by

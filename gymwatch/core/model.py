@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
@@ -188,6 +189,7 @@ class Trial:
     earlier: Optional[list[Attempt]] = None  # rows of attempts before the one the status comes from
     line: Optional[Attempt] = None          # what collector lines said of its failure (attempts.py)
     row_own: Optional[tuple] = None         # the current row's own failure facts, once a line filled gaps
+    masked: bool = False                    # its row is one Gym masked (`mask_sample`): not scored
     arrived: Optional[float] = None         # when its latest result (row, failure row, line) was seen (the
                                             # run's clock; None: already there when the run was first read)
     latency: Optional[float] = None         # seconds its /run took, as Gym recorded it (ng_perf, observability on)
@@ -210,6 +212,19 @@ class GymHealth:
     verdict: str
     checks: tuple[str, ...] = ()            # the checks that found something
     detail: str = ""                        # the first finding's reason, in Gym's words
+    evidence: Optional[Evidence] = None
+
+
+@dataclass(slots=True)
+class GymScore:
+    """Gym's own score of one agent, from its aggregate metrics: `key_metrics` (pass@k,
+    majority@k, mean/reward ...), and the counts Gym computed them over."""
+
+    agent: str
+    key_metrics: dict[str, float]           # numbers only, in Gym's order
+    sample_count: Optional[int] = None      # rows scored: `repeat_level_metrics`' sample_count, summed
+    missing_count: Optional[int] = None     # tasks a repeat lacked, summed (only those another repeat has)
+    masked: Optional[int] = None            # rows left out as masked (`coverage/masked_rollouts`)
     evidence: Optional[Evidence] = None
 
 
@@ -257,6 +272,7 @@ class Collector:
     last_lines: dict[str, Evidence] = field(default_factory=dict)   # per captured stream
     progress: Optional[tuple[int, int]] = None   # done, total
     examples_left: Optional[int] = None
+    concurrency: Optional[int] = None  # `Querying with N concurrent requests`
     retrying: dict[str, Retrying] = field(default_factory=dict)   # by URL: connections it could not make
     # the rollouts file's last line when it is no whole row (cut mid-row: the collector died writing it)
     cut_row: Optional[Evidence] = None
@@ -372,11 +388,82 @@ class Activity:
     quiet_for: Optional[float] = None   # seconds since then, at the last poll
     writes: dict[str, float] = field(default_factory=dict)   # each read file's last write, by its name
     rows_write: Optional[float] = None  # the rollouts file's last write: when a trial was last recorded
+    checked_at: Optional[float] = None  # when these were looked at (epoch)
+    results_write: Optional[float] = None    # the rollouts' or failures' last write: the last result
+    inputs_write: Optional[float] = None     # the materialized inputs' write: the collection's start
+    collector_write: Optional[float] = None  # gym eval run's output's last write: its last sign of life
 
     @property
     def quiet(self) -> bool:
         """No write for SILENCE seconds and no process seen: what has not ended now has."""
         return not self.processes_seen and self.quiet_for is not None and self.quiet_for >= SILENCE
+
+
+ARRIVALS_KEPT = 1000    # arrival times kept: the pace is judged on the recent ones (core/pace.py)
+
+
+@dataclass(slots=True)
+class Arrivals:
+    """When the collection's results were seen: rows, failure rows, lines naming a failed trial,
+    progress that moved (recorded by the reducer, one time per poll that brought any). Results
+    already there at the first read have no time. core/pace.py judges the pace from these."""
+
+    start_seen: bool = False            # the collection has been seen started
+    started_at: Optional[float] = None  # ... when (None: before the first read)
+    first: Optional[float] = None       # the first result seen arriving
+    times: deque = field(default_factory=lambda: deque(maxlen=ARRIVALS_KEPT))   # distinct, ascending
+    results: int = 0                    # results seen (each row, line or step of progress)
+    untimed: int = 0                    # ... of them already there at the first read
+
+    @property
+    def last(self) -> Optional[float]:
+        return self.times[-1] if self.times else None
+
+    def add(self, t: Optional[float], n: int) -> None:
+        self.results += n
+        if t is None:
+            self.untimed += n
+            return
+        if self.first is None:
+            self.first = t
+        if not self.times or t > self.times[-1]:
+            self.times.append(t)
+
+
+@dataclass(slots=True)
+class ServerWait:
+    """Where a stalled collection's trials wait: a server's last line, and how long ago it came."""
+
+    name: str
+    kind: str
+    line: Optional[Evidence]     # its last line (None: no line of its own yet)
+    text: str                    # ... without the `(name) ` prefix of Gym's captured output
+    age: Optional[float]         # seconds since that line was seen (None: not known)
+
+
+# How a stall ended (Stall.how): "" it lasts; results came again; the collection ended first.
+STALL_ON, STALL_RECOVERED, STALL_ENDED = "", "recovered", "ended"
+
+
+@dataclass(slots=True)
+class Stall:
+    """No result for much longer than the run's own pace (core/pace.py), while trials were in
+    flight. Times are on the clock the run was watched by (epoch seconds)."""
+
+    since: float                 # the last result before the silence (or the collection's start)
+    limit: float                 # silence longer than this was a stall, at this run's pace
+    scale: Optional[float]       # the run's longest ordinary wait for a result (None: before the first)
+    in_flight: Optional[int]     # trials dispatched and not finished
+    waits: list[ServerWait] = field(default_factory=list)   # each server's last line, at the last look
+    until: Optional[float] = None   # the last look at it; when it ended, once it has
+    end: Optional[float] = None     # when results came again (recovered)
+    how: str = STALL_ON
+    files: bool = False          # judged from the files' times alone (no arrival was seen live)
+
+    @property
+    def seconds(self) -> float:
+        """How long it lasted (so far)."""
+        return max(0.0, (self.end or self.until or self.since) - self.since)
 
 
 @dataclass(slots=True)
@@ -406,6 +493,9 @@ class RunState:
     reading: bool = False                         # files not yet read to their end (a budgeted poll)
     first_stamp: Optional[float] = None           # earliest / latest timestamp a read log line starts
     last_stamp: Optional[float] = None            # with (epoch; core/stamps.py says how they are read)
+    gym_scores: list[GymScore] = field(default_factory=list)   # Gym's own score, per agent (core/score.py)
+    arrivals: Arrivals = field(default_factory=Arrivals)   # when results came (core/pace.py)
+    stalls: list[Stall] = field(default_factory=list)      # the collection's stalls, oldest first
     # a submitted run (kind slurm_job): its benchmark's Slurm job, as its files and Slurm tell it
     # (core/cluster/job.py), and the job in one phase and line (core/cluster/conclusion.py)
     job: Optional["Job"] = None
@@ -434,6 +524,17 @@ def exited_with_run(state: RunState, s: Server) -> bool:
     calls it dead (`Process X finished unexpectedly!`). It did not die: it exited with the run."""
     p = state.parent
     return s.shut_down is not None and (p.stopping is not None or p.interrupt is not None or p.finished is not None)
+
+
+def scored(t: Trial) -> bool:
+    """A trial whose reward counts: completed with one, and not masked by Gym."""
+    return t.status == T_COMPLETED and t.reward is not None and not t.masked
+
+
+def ongoing_stall(state: RunState) -> Optional[Stall]:
+    """The stall the collection is in now, if any (settle records it; core/pace.py judges it)."""
+    last = state.stalls[-1] if state.stalls else None
+    return last if last is not None and last.how == STALL_ON else None
 
 
 def collector_ended(state: RunState) -> bool:

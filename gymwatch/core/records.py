@@ -20,8 +20,8 @@ from .fast import rows as fast_rows
 from .neverran import is_number, never_ran
 from .rowfacts import (  # noqa: F401 - the names of a row, read here and by records' users
     AGENT_REF_KEY, ATTEMPT_KEY, CREATED_KEY, FAILURE_CLASS_KEY, FAILURE_PREFIX, FAILURE_STATUS_KEY,
-    FAILURE_TERMINAL_KEY, LATENCY_KEY, MESSAGE_KEYS, PERF_KEY, ROLLOUT_KEY, TASK_KEY, BadLine, Row, RowFacts,
-    seconds,
+    FAILURE_TERMINAL_KEY, LATENCY_KEY, MASK_KEY, MESSAGE_KEYS, PERF_KEY, ROLLOUT_KEY, TASK_KEY, BadLine, Row,
+    RowFacts, seconds,
 )
 
 def load_object(raw: bytes) -> dict:
@@ -81,6 +81,7 @@ def rollout_facts(raw: bytes) -> RowFacts:
         facts.problem = f"reward is {type(reward).__name__} {_short(repr(reward))}, not a number"
     if FAILURE_CLASS_KEY in obj and obj[FAILURE_CLASS_KEY]:
         _failure(obj, facts)
+    facts.masked = bool(obj.get(MASK_KEY))      # as Gym's aggregation tests it: for truth
     return facts
 
 

@@ -17,6 +17,7 @@ FAILURE_STATUS_KEY = "_ng_failure_http_status"
 FAILURE_PREFIX = "_ng_failure_"
 FAILURE_TERMINAL_KEY = "_ng_failure_terminal"     # Gym's resume never retries such a failure
 AGENT_REF_KEY = "agent_ref"
+MASK_KEY = "mask_sample"       # Gym 0.7's verify field: true when the rollout must not be scored or trained on
 PERF_KEY = "ng_perf"                  # Gym 0.7 with observability on: the rollout's own figures
 LATENCY_KEY = "total_latency_ms"      # ... among them how long its /run took
 CREATED_KEY = "created_at"            # response.created_at: when the model answered (epoch seconds)
@@ -42,6 +43,7 @@ class RowFacts(Struct, gc=False, array_like=True):
     message: str = ""
     http_status: Optional[int] = None
     problem: str = ""     # why this row is unusable or partly wrong (shown in the report)
+    masked: bool = False  # Gym masked it (`mask_sample`): its reward is no measurement, its score leaves it out
     latency: Optional[float] = None       # seconds its /run took (ng_perf.total_latency_ms / 1000)
     answered_at: Optional[float] = None   # response.created_at
 

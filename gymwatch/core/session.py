@@ -14,11 +14,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-import msgspec
 
-from . import eolcount, fast, procs, records
+from . import eolcount, fast, procs, records, score
 from .fast import fork
-from .layout import WAITING, Listings, Refreshed, RunLayout, Stream
+from .layout import BOTH, EVAL, WAITING, Listings, Refreshed, RunLayout, Stream
 from .model import Evidence, RunState, parent_ended
 from .plan import FULL, Reader, ReadingPlan
 from .reducer import Changes, Reducer
@@ -138,15 +137,27 @@ class RunSession:
         self._caught_up = self._caught_up or not self.behind
         self._slurm()
         self._processes()
-        writes = {self._rels[p]: t.mtime for p, t in self.tailers.items() if t.mtime is not None}
-        rows = self.tailers.get(self.layout.rollouts) if self.layout.rollouts is not None else None
-        self.reducer.file_activity(max(writes.values(), default=None), time.time(), writes,
-                                   rows.mtime if rows is not None else None)
+        self._file_activity()
         self.reducer.read_progress(bool(self.behind), self._now())
         self.reducer.settle(stamp)
         changes = self.reducer.take_changes()
         changes.reset = reset
         return changes
+
+    def _file_activity(self) -> None:
+        """The read files' last writes, and those that tell a collection's pace from its files
+        alone (core/pace.py): its results', its inputs' (its start) and its own output's."""
+        lay, tailers = self.layout, self.tailers
+        writes = {self._rels[p]: t.mtime for p, t in tailers.items() if t.mtime is not None}
+
+        def last(paths) -> Optional[float]:
+            return max((t.mtime for p in paths if p is not None and (t := tailers.get(p)) is not None
+                        and t.mtime is not None), default=None)
+
+        collector = [s.path for s in lay.streams if s.role in (EVAL, BOTH)]
+        self.reducer.file_activity(max(writes.values(), default=None), time.time(), writes,
+                                   last([lay.rollouts]), last([lay.rollouts, lay.failures]),
+                                   last([lay.materialized]), last(collector))
 
     def _rows_appeared(self) -> bool:
         """The collector started (or finished) in what was just read, but the run's rollouts file
@@ -412,15 +423,16 @@ class RunSession:
         agg = self.layout.aggregate
         if agg is None or self.state.aggregate_written or not self._from_this_run(agg):
             return
+        rel = self.layout.rel(agg)
         try:
-            _whole_json(read_head(agg))
+            scores = score.gym_scores(read_head(agg), rel)
         except OSError as exc:
             if exc.errno not in _ABSENT:
-                self.reducer.unreadable(self.layout.rel(agg), exc.strerror or str(exc))
+                self.reducer.unreadable(rel, exc.strerror or str(exc))
             return
-        except ValueError:
+        except (ValueError, RecursionError):
             return   # still being written
-        self.reducer.aggregate_done()
+        self.reducer.aggregate_done(scores)
 
     def _health_summary(self, final: bool) -> None:
         """Gym's quality_summary.json: read once it is whole (it is written in one go at the end).
@@ -575,13 +587,3 @@ def read_now(session: RunSession) -> None:
                 session.poll(final=True)
         else:
             session.poll(final=not session.is_live())
-
-
-def _whole_json(data: bytes) -> None:
-    """ValueError unless `data` is one whole JSON document (msgspec, checking its syntax without
-    making its values: far faster than json on a summary's aggregate metrics; json for what msgspec
-    refuses, NaN)."""
-    try:
-        msgspec.json.decode(data, type=msgspec.Raw)
-    except msgspec.DecodeError:
-        json.loads(data)

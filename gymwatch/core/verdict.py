@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from . import attribution
+from . import attribution, pace
 from . import gymlines as gl
 from .model import (
-    FAILED, K_SERVICE, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_QUEUED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Unreadable,
-    collector_ended, exited_with_run, parent_ended, parent_gave_up,
+    FAILED, K_SERVICE, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING,
+    V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_QUEUED, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING,
+    V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Stall, Unreadable, collector_ended, exited_with_run,
+    ongoing_stall, parent_ended, parent_gave_up,
 )
 
 if TYPE_CHECKING:      # (read only for a submitted run: imported when one is)
@@ -57,8 +58,10 @@ def counts(state: RunState) -> dict[str, int]:
 
 
 def mean_reward(state: RunState) -> Optional[float]:
-    """Mean over completed trials only: never-ran rewards are withheld, failed ones have none."""
-    rewards = [t.reward for t in state.trials.values() if t.status == T_COMPLETED and t.reward is not None]
+    """Mean over the scored trials only (`model.scored`): never-ran rewards are withheld, failed
+    ones have none, masked ones measure nothing (core/score.py says over how many of how many)."""
+    rewards = [t.reward for t in state.trials.values()      # scored(t), written out: every trial
+               if t.status == T_COMPLETED and t.reward is not None and not t.masked]
     return sum(rewards) / len(rewards) if rewards else None
 
 
@@ -140,10 +143,25 @@ def _rows_unreadable(state: RunState, rows: list[Unreadable]) -> Verdict:
 
 def _collecting(state: RunState, records: int) -> Verdict:
     why = f"{records} of {_total(state)} trials recorded{_live_basis(state)}"
+    stall = ongoing_stall(state)
+    if stall is not None:
+        return _stalled(state, stall, why)
     trouble = attribution.connection_trouble(state)
     if trouble is None:
         return Verdict(V_COLLECTING, why, None)
     return Verdict(V_COLLECTING, f"{why}; {attribution.retry_words(state, *trouble)}", trouble[1].last)
+
+
+def _stalled(state: RunState, stall: Stall, records: str) -> Verdict:
+    """Results stopped coming (core/pace.py): since when, what is in flight, where it waits; at
+    the model server's last line, the nearest place a trial waits."""
+    why = pace.stall_words(stall, records)
+    trouble = attribution.connection_trouble(state)
+    if trouble is not None:
+        why += f"; {attribution.retry_words(state, *trouble)}"
+    lines = [w.line for w in stall.waits if w.line is not None]
+    evidence = trouble[1].last if trouble is not None else (lines[0] if lines else state.collector.last_line)
+    return Verdict(V_COLLECTING, why, evidence, _related(lines, evidence))
 
 
 def _live_basis(state: RunState) -> str:

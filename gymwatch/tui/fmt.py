@@ -54,6 +54,7 @@ VERDICT_LOOK = {
     V_INCOMPLETE: ("? INCOMPLETE", "bold black on yellow"),
     V_UNREADABLE: ("✗ UNREADABLE", "bold white on red"),
 }
+STALLED_LOOK = ("‖ STALLED", "bold black on yellow")     # collecting, but no result comes (core/pace.py)
 
 
 class ComponentLooks:

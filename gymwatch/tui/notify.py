@@ -1,8 +1,8 @@
 """Telling a person in another window that the run changed stage.
 
 A 20-minute cold start is watched from elsewhere: when the run reaches a stage that matters (all
-servers ready, startup failed, the first never-ran trial, the collection aborted, the run
-finished) the screen rings the terminal bell, asks the terminal for a desktop notification
+servers ready, startup failed, the first never-ran trial, the collection stalled or its results
+came again, the collection aborted, the run finished) the screen rings the terminal bell, asks the terminal for a desktop notification
 (OSC 9, understood by iTerm2, WezTerm, kitty, ghostty, Windows Terminal; OSC 777, by foot,
 rxvt-unicode, VTE terminals, WezTerm, ghostty; inside tmux both are wrapped for passthrough) and
 shows a Textual toast. Only stages reached while watching ring: attaching to a finished run is
@@ -20,9 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..core import pace
 from ..core.model import (
-    FAILED, T_NEVER_RAN, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_SOME_FAILED,
-    V_QUEUED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, RunState,
+    FAILED, STALL_RECOVERED, T_NEVER_RAN, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK,
+    V_QUEUED, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, RunState, ongoing_stall,
 )
 from ..core.sanitize import clean
 from ..core.verdict import Verdict
@@ -31,6 +32,7 @@ LIVE = (V_QUEUED, V_STARTING, V_COLLECTING)
 FINAL = (V_OK, V_SOME_FAILED, V_SOME_NEVER_RAN, V_NO_AGENT_RAN, V_INCOMPLETE)
 TEXT_MAX = 180                 # characters of a desktop notification's body
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+EACH_TIME = ("stalled", "recovered")    # stages a run can reach again: each stall rings
 HEADLINES = {V_OK: "finished OK", V_SOME_FAILED: "finished: some trials failed",
              V_SOME_NEVER_RAN: "finished: some trials never ran", V_NO_AGENT_RAN: "finished: no agent ran",
              V_INCOMPLETE: "finished incomplete"}
@@ -45,11 +47,14 @@ class Snapshot:
     ready: int
     failed: int
     never_ran: int
+    stalls: int = 0         # stalls the run has had
+    stalled: bool = False   # ... and it is in one now
 
 
 @dataclass(frozen=True)
 class Event:
-    stage: str          # all_ready / startup_failed / first_never_ran / collection_aborted / finished
+    stage: str          # all_ready / startup_failed / first_never_ran / stalled / recovered /
+                        # collection_aborted / finished
     text: str           # one line, from the run: sanitize before it goes anywhere
     bad: bool           # a failure (an error toast), or good news
 
@@ -60,7 +65,8 @@ def snapshot(state: Optional[RunState], v: Optional[Verdict]) -> Optional[Snapsh
     servers = state.servers.values()
     return Snapshot(v.name, len(state.servers), sum(1 for s in servers if s.became_ready),
                     sum(1 for s in servers if s.state == FAILED),
-                    sum(1 for t in state.trials.values() if t.status == T_NEVER_RAN))
+                    sum(1 for t in state.trials.values() if t.status == T_NEVER_RAN),
+                    len(state.stalls), ongoing_stall(state) is not None)
 
 
 def all_ready(s: Snapshot) -> bool:
@@ -76,6 +82,10 @@ def stage_events(before: Snapshot, after: Snapshot, state: RunState, v: Verdict)
         first = min(t.key for t in state.trials.values() if t.status == T_NEVER_RAN)
         out.append(Event("first_never_ran", f"first never-ran trial: task {first[0]} rollout {first[1]}"
                          " (the model was never called)", True))
+    if after.stalled and (not before.stalled or after.stalls > before.stalls):
+        out.append(Event("stalled", v.reason, True))
+    elif before.stalled and not after.stalled and state.stalls and state.stalls[-1].how == STALL_RECOVERED:
+        out.append(Event("recovered", f"results again: {pace.note(state.stalls[-1])}", False))
     if after.verdict != before.verdict:
         if after.verdict == V_STARTUP_FAILED:
             out.append(Event("startup_failed", f"startup failed: {v.reason}", True))
@@ -110,7 +120,7 @@ class StageNotifier:
     a list's append). The app's own toast for a verdict turning bad stays the app's: this one
     toasts the good news and the first never-ran trial, and rings for all of them."""
 
-    TOASTS = ("all_ready", "first_never_ran", "finished")
+    TOASTS = ("all_ready", "first_never_ran", "finished", "stalled", "recovered")
 
     def __init__(self, app, enabled: bool = True, emit: Optional[Callable[[str], None]] = None) -> None:
         self.app = app
@@ -127,7 +137,8 @@ class StageNotifier:
         before, self._last = self._last, now
         if before is None or before == now or state is None or v is None:
             return []
-        events = [ev for ev in stage_events(before, now, state, v) if ev.stage not in self.reached]
+        events = [ev for ev in stage_events(before, now, state, v)
+                  if ev.stage not in self.reached or ev.stage in EACH_TIME]
         self.reached.update(ev.stage for ev in events)      # each stage rings once a session
         if self.enabled:
             for ev in events:

@@ -12,11 +12,12 @@ from typing import Optional
 from rich.text import Text
 from textual.widget import Widget
 
+from ..core import pace, score
 from ..core.health import disagreement
-from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, RunState
+from ..core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, RunState, ongoing_stall
 from ..core.sanitize import clean
-from ..core.verdict import Verdict, counts, mean_reward
-from .fmt import STATUS_LOOK, VERDICT_LOOK, duration, plain
+from ..core.verdict import Verdict, counts
+from .fmt import STALLED_LOOK, STATUS_LOOK, VERDICT_LOOK, duration, plain
 
 COUNT_ORDER = (T_COMPLETED, T_FAILED, T_NEVER_RAN, T_MISSING, T_PENDING)
 GAP = "  "
@@ -66,7 +67,7 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
         t.gap()
         t.append("no Gym files here yet; watching", style="dim")
         return t
-    label, style = VERDICT_LOOK.get(v.name, (v.name.upper(), "bold"))
+    label, style = STALLED_LOOK if ongoing_stall(state) is not None else VERDICT_LOOK.get(v.name, (v.name.upper(), "bold"))
     t.append(f" {label} ", style=style)
     t.gap()
     t.append_text(plain(name, 40, "bold"))
@@ -91,10 +92,22 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
             label, style, _ = STATUS_LOOK[k]
             t.gap()
             t.append(f"{label.split()[0]}{c[k]}", style=style)
-    mr = mean_reward(state)
-    if mr is not None:
+    d = score.denominator(state)
+    if d.mean is not None:      # over how many of how many (core/score.py)
         t.gap()
-        t.append(f"mean reward {mr:.3f}")
+        t.append(f"mean reward {d.mean:.3f} over {d.scored}/{d.out_of}")
+    gym = next((g.key_metrics["mean/reward"] for g in state.gym_scores if "mean/reward" in g.key_metrics), None)
+    if gym is not None and (d.mean is None or abs(gym - d.mean) >= 0.0005):
+        # Gym's own where it differs (`gymwatch report` has all its key metrics and why they differ)
+        t.gap()
+        g = state.gym_scores[0]
+        over = f" over {g.sample_count}" if len(state.gym_scores) == 1 and g.sample_count is not None else ""
+        t.append(f"Gym {gym:.3f}{over}", style="dim")
+    past = [st for st in state.stalls if st.how]
+    if past:      # the run keeps its stalls: the last one, and how many more
+        t.gap()
+        more = f" (+{len(past) - 1} more)" if len(past) > 1 else ""
+        t.append(pace.note(past[-1]) + more, style="yellow")
     h = state.health_totals
     if h is not None:
         t.gap()

@@ -6,7 +6,8 @@ checked and skipped, and `response.output` is kept as its raw bytes (only its em
 matters). Strict types: a key of any other type than the usual one (a float index, a null usage,
 a bool reward, ...) fails the decode, and the block is read by the reference. A row this cannot
 answer exactly (a failure class: its message may be in any key; a negative index; a reward not
-exactly a float) is None: the reference reads it. Duplicate keys: the last one wins, as there.
+exactly a float) is None: the reference reads it. `mask_sample` is read when it is a bool, a number
+or null (its truth, as there); of any other type the block goes to the reference. Duplicate keys: the last one wins, as there.
 
 Where msgspec accepts what the reference parser (jiter) rejects, the block goes to the reference:
 invalid UTF-8 in skipped strings (msgspec does not check it) and integers longer than Python's
@@ -25,7 +26,7 @@ from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from ..neverran import TOKEN_KEYS, never_ran
 from ..rowfacts import (
-    AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, PERF_KEY, ROLLOUT_KEY, TASK_KEY, RowFacts, seconds,
+    AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, MASK_KEY, PERF_KEY, ROLLOUT_KEY, TASK_KEY, RowFacts, seconds,
 )
 
 _MAX_DIGITS = 4300        # jiter (the reference parser, like int()) refuses an integer of more digits
@@ -63,6 +64,7 @@ class _RolloutRow(Struct, gc=False):
     response: Union[_Response, UnsetType] = UNSET
     agent_ref: Union[_Ref, UnsetType] = field(name=AGENT_REF_KEY, default=UNSET)
     failure_class: Union[str, None, UnsetType] = field(name=FAILURE_CLASS_KEY, default=UNSET)
+    masked: Union[bool, int, float, None, UnsetType] = field(name=MASK_KEY, default=UNSET)
     perf: Union[_Perf, None, UnsetType] = field(name=PERF_KEY, default=UNSET)
 
 
@@ -141,10 +143,11 @@ def _rollout(row: _RolloutRow) -> Optional[RowFacts]:
             nr = never_ran({"output": None} if usage is UNSET else {"output": None, "usage": _usage_dict(usage)})
     ref = row.agent_ref
     agent = "" if ref is UNSET or ref.name is UNSET else ref.name
-    perf = row.perf
+    perf, mask = row.perf, row.masked
     ms = seconds(perf.total_latency_ms) if perf is not None and perf is not UNSET else None
     return RowFacts(task, rollout, attempt, reward, inp, out, nr, agent,
-                    latency=ms / 1000 if ms is not None else None, answered_at=answered)
+                    latency=ms / 1000 if ms is not None else None, answered_at=answered,
+                    masked=mask is not UNSET and bool(mask))
 
 
 def _input(row: _InputRow) -> Optional[RowFacts]:

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from .. import records
-from ..model import Evidence, RunInfo, RunState, Server
+from ..model import Evidence, GymScore, RunInfo, RunState, Server
 from .facts import Facts
 from .rows import Rows
 from .servers import ServerLines
@@ -160,8 +160,10 @@ class Reducer:
     def collection_began(self) -> None:
         self._rows.collection_began()
 
-    def aggregate_done(self) -> None:
-        self._rows.aggregate_done()
+    def aggregate_done(self, scores: Optional[list[GymScore]] = None) -> None:
+        """Gym's aggregate metrics file is whole (the collection finished); `scores`: its entries
+        (core/score.py)."""
+        self._rows.aggregate_done(scores or [])
 
     # --- a submitted run's Slurm job ----------------------------------------------------------
     def job_known(self, bench: "Benchmark", script: Optional["JobScript"], files: Sequence["JobFile"],
@@ -215,8 +217,11 @@ class Reducer:
         self._facts.orphans(alive)
 
     def file_activity(self, last_write: Optional[float], wall_now: float,
-                      writes: Optional[dict[str, float]] = None, rows_write: Optional[float] = None) -> None:
-        self._facts.file_activity(last_write, wall_now, writes, rows_write)
+                      writes: Optional[dict[str, float]] = None, rows_write: Optional[float] = None,
+                      results_write: Optional[float] = None, inputs_write: Optional[float] = None,
+                      collector_write: Optional[float] = None) -> None:
+        self._facts.file_activity(last_write, wall_now, writes, rows_write, results_write, inputs_write,
+                                  collector_write)
 
     def server_instances(self, instances: list) -> None:
         self._facts.server_instances(instances)

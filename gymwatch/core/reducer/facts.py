@@ -73,11 +73,15 @@ class Facts(Part):
                 self.changes.servers.add(name)
 
     def file_activity(self, last_write: Optional[float], wall_now: float,
-                      writes: Optional[dict[str, float]] = None, rows_write: Optional[float] = None) -> None:
-        """The run's files' last writes (`writes`: each file's, by the name evidence gives it)."""
+                      writes: Optional[dict[str, float]] = None, rows_write: Optional[float] = None,
+                      results_write: Optional[float] = None, inputs_write: Optional[float] = None,
+                      collector_write: Optional[float] = None) -> None:
+        """The run's files' last writes (`writes`: each file's, by the name evidence gives it), and
+        those of its results (rollouts, failures), its materialized inputs and the collector's output."""
         a = self.state.activity
         was_quiet = a.quiet
-        a.writes, a.rows_write = writes or {}, rows_write
+        a.writes, a.rows_write, a.checked_at = writes or {}, rows_write, wall_now
+        a.results_write, a.inputs_write, a.collector_write = results_write, inputs_write, collector_write
         a.last_write = last_write
         a.quiet_for = None if last_write is None else max(0.0, wall_now - last_write)
         if a.quiet != was_quiet:

@@ -8,7 +8,7 @@ from typing import Optional
 
 from .. import attempts, health
 from ..model import (
-    SRC_FAILURE_ROW, SRC_ROW, T_COMPLETED, T_FAILED, T_NEVER_RAN, Attempt, Evidence, Trial, TrialKey,
+    SRC_FAILURE_ROW, SRC_ROW, T_COMPLETED, T_FAILED, T_NEVER_RAN, Attempt, Evidence, GymScore, Trial, TrialKey,
 )
 from ..records import BadLine, Row, RowFacts
 from .writer import Part
@@ -29,7 +29,7 @@ class Rows(Part):
     def _trial_rows(self, file: str, first: int, rows: list[Row], source: int) -> None:
         state = self.state
         trials, agents, changed = state.trials, state.agent_names, self.changes.trials
-        applied = False
+        applied = 0
         now = self.w.clock()      # when these rows were seen (None: there at the first read)
         for lineno, facts in enumerate(rows, first):
             if not isinstance(facts, RowFacts):
@@ -59,7 +59,8 @@ class Rows(Part):
                                     input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
                                     failure_class=facts.failure_class, message=facts.message,
                                     http_status=facts.http_status, agent=facts.agent, evidence=ev, source=source,
-                                    arrived=now, latency=facts.latency, answered_at=facts.answered_at)
+                                    arrived=now, latency=facts.latency, answered_at=facts.answered_at,
+                                    masked=facts.masked)
             else:
                 if t.source < SRC_FAILURE_ROW and t.line is None:
                     attempts.first_row(t, status, facts, ev, source)
@@ -70,10 +71,11 @@ class Rows(Part):
                 if now is not None:
                     t.arrived = now
             changed.add(key)
-            applied = True
+            applied += 1
         if applied:
             state.collector.started = True     # a row proves the collector ran
             self.changes.run = True
+            self.w.arrived(applied)
 
     def _key(self, facts: RowFacts, file: str, lineno: int) -> Optional[TrialKey]:
         """The row's trial; None (and the row malformed) when it names none."""
@@ -161,8 +163,9 @@ class Rows(Part):
             self.state.collector.started = True
             self.changes.run = True
 
-    def aggregate_done(self) -> None:
-        """The aggregate metrics file is whole: the collection finished."""
+    def aggregate_done(self, scores: list[GymScore]) -> None:
+        """The aggregate metrics file is whole: the collection finished; Gym's own score in it."""
         if not self.state.aggregate_written:
             self.state.aggregate_written = True
+            self.state.gym_scores = scores
             self.changes.run = True

@@ -4,12 +4,16 @@ the collector has ended; and a re-read run's times kept (`carry_times`)."""
 
 from __future__ import annotations
 
+from collections import deque
+from dataclasses import replace
 from typing import Optional
 
 from .. import gymlines as gl
+from .. import pace
 from ..model import (
-    EXITED, FAILED, K_RESOURCES, K_SERVICE, K_UNKNOWN, READY, T_MISSING, T_PENDING, Evidence, RunState, Server, TrialKey,
-    StepMark, collector_ended, exited_with_run, parent_gave_up,
+    EXITED, FAILED, K_RESOURCES, K_SERVICE, K_UNKNOWN, READY, STALL_ENDED, STALL_RECOVERED, T_MISSING, T_PENDING,
+    Arrivals, Evidence, RunState, Server, Stall, StepMark, TrialKey, collector_ended, exited_with_run, ongoing_stall,
+    parent_gave_up,
 )
 from ..servers import fail, hold, lift, set_state
 from .writer import Part
@@ -76,6 +80,41 @@ class Settle(Part):
         self.changes.servers |= moved
         self.changes.trials |= self._settle_trials(collector_ended(st))
         self.changes.run |= bool(moved)
+        self._stalls(now)
+
+    def _stalls(self, now: Optional[float]) -> None:
+        """When the collection was first seen started; a stall core/pace.py judges, kept while it
+        lasts (its silence, what is in flight, where it waits), ended when results come again or
+        the collection ends. A collection read only after it ended: the stall it ended in."""
+        st, a = self.state, self.state.arrivals
+        if st.collector.started and not a.start_seen:
+            a.start_seen, a.started_at = True, now      # (None: it started before the first read)
+        stall = ongoing_stall(st)
+        if stall is not None and a.last is not None and a.last > stall.since:
+            stall.end = stall.until = a.last
+            stall.how = STALL_RECOVERED
+            self.changes.run = True
+            stall = None
+        judged = pace.judge(st, now)
+        if stall is not None:
+            if judged is not None:
+                stall.until, stall.in_flight = judged.now, judged.in_flight
+                stall.waits = pace.waits(st, None if judged.files else judged.now)
+            elif st.collector.started and not pace.collecting(st) and not st.reading:
+                stall.until = now if now is not None and not stall.files else st.activity.checked_at
+                stall.how = STALL_ENDED
+                self.changes.run = True
+        elif judged is not None and judged.stalled:
+            st.stalls.append(Stall(judged.since, judged.limit, judged.scale, judged.in_flight,
+                                   pace.waits(st, None if judged.files else judged.now),
+                                   until=judged.now, files=judged.files))
+            self.changes.run = True
+        elif judged is None and not st.stalls:
+            ended = pace.ended_stall(st)
+            if ended is not None:
+                ended.how = STALL_ENDED
+                st.stalls.append(ended)
+                self.changes.run = True
 
     def _conclude(self, s: Server, now: Optional[float], why: str = "", timed_out: bool = False,
                   phase: str = "", state: str = "", told: Optional[Evidence] = None) -> None:
@@ -115,13 +154,32 @@ class Settle(Part):
                 s.first_seen = o.first_seen
             if o.ready_at is not None and s.ready_at is not None and o.ready_at < s.ready_at:
                 s.ready_at = o.ready_at
+            if o.last_line_at is not None and s.last_line_at is not None and \
+                    (o.last_line_at.file, o.last_line_at.line) == (s.last_line_at.file, s.last_line_at.line):
+                s.last_seen = o.last_seen       # the same last line: seen when it was, not at the re-read
             if o.state == s.state and o.state_since is not None and (s.state_since is None
                                                                     or o.state_since < s.state_since):
                 s.state_since = o.state_since
             s.steps = _carried_steps(o.steps, s.steps)
-        _carry_arrivals(old, new)
+        _carry_trial_arrivals(old, new)
         _carry_earliest(old.parent, new.parent, "spinup_at")
         _carry_earliest(old.parent.endpoints, new.parent.endpoints, "waiting_at")
+        self._carry_pace(old)
+
+    def _carry_pace(self, old: RunState) -> None:
+        """When results came, and the stalls, as `old` saw them: the re-read brought every result
+        again at once, and only those beyond what `old` had are new (arrived at the re-read)."""
+        new = self.state
+        if not old.arrivals.start_seen and not old.stalls:
+            return
+        o, n = old.arrivals, new.arrivals
+        more, at = n.results - o.results, n.last
+        new.arrivals = Arrivals(o.start_seen, o.started_at, o.first, deque(o.times, maxlen=o.times.maxlen),
+                                o.results, o.untimed)
+        if more > 0:
+            new.arrivals.add(at, more)
+        if not new.stalls:
+            new.stalls = [replace(s, waits=list(s.waits)) for s in old.stalls]
 
 
 
@@ -138,7 +196,7 @@ def _carried_steps(old: list[StepMark], new: list[StepMark]) -> list[StepMark]:
     return new if last is None else old[:j] + new[last + 1:]
 
 
-def _carry_arrivals(old: RunState, new: RunState) -> None:
+def _carry_trial_arrivals(old: RunState, new: RunState) -> None:
     """A re-read trial's arrival: when its result was first seen, not the re-read."""
     olds = old.trials
     for key, t in new.trials.items():

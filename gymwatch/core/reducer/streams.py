@@ -339,9 +339,16 @@ class StreamLines(Part):
         m = _last(gl.PROGRESS_RE, text) or _last(gl.TQDM_RE, text)
         if m:
             done = (int(m.group(1)), int(m.group(2)))
+            if done[0] > (c.progress[0] if c.progress is not None else 0):
+                self.w.arrived(1)         # progress that moved is a result (a redrawn bar is not)
             if c.progress is None or done[0] >= c.progress[0]:      # stdout's and stderr's counts,
                 c.progress = done                                     # read in either order: the most
             self.changes.run = True
+        elif c.concurrency is None and text.startswith(gl.CONCURRENCY):
+            m = gl.CONCURRENCY_RE.match(text)
+            if m:
+                c.concurrency = int(m.group(1))
+                self.changes.run = True
         if gl.TRACEBACK in text:    # also mid-line, after a tqdm segment
             c.traceback, c.error = ev, None
             self.changes.run = True
@@ -382,6 +389,7 @@ class StreamLines(Part):
         """A collector line named the trial `key` failed: a result of it, seen now."""
         t = self.w.trial(key[:2])
         attempts.observe_line(t, failed)
+        self.w.arrived(1)
         now = self.w.clock()
         if now is not None:
             t.arrived = now

@@ -53,6 +53,11 @@ class Writer:
         """When a line is seen (None: a line already there when the run was first read)."""
         return self.clock()
 
+    def arrived(self, n: int) -> None:
+        """`n` results seen now (rows, failure rows, lines naming a failed trial, progress that
+        moved): one clock reading for all of them (a block of rows is one arrival)."""
+        self.state.arrivals.add(self.clock(), n)
+
     def lines_read(self, file: str, n: int) -> None:
         if n > 0:
             self.changes.files[file] = self.changes.files.get(file, 0) + n
