@@ -69,11 +69,7 @@ def _load_deep(raw: bytes) -> Any:
 def rollout_facts(raw: bytes) -> RowFacts:
     """A row of the rollouts file. Raises BadLine for a line that is not a JSON object."""
     obj = load_object(raw)
-    facts = _keys(obj)
-    response = obj.get("response")
-    facts.never_ran = never_ran(response)
-    _usage(response, facts)
-    _timing(obj, response, facts)
+    facts = _result_facts(obj)
     reward = obj.get("reward")
     if is_number(reward) and math.isfinite(reward):
         facts.reward = float(reward)
@@ -88,12 +84,19 @@ def rollout_facts(raw: bytes) -> RowFacts:
 def failure_facts(raw: bytes) -> RowFacts:
     """A row of the failures sidecar (its message may be in any key)."""
     obj = load_object(raw)
+    facts = _result_facts(obj)
+    _failure(obj, facts)
+    return facts
+
+
+def _result_facts(obj: dict) -> RowFacts:
+    """What a result row (a rollout or a failure row) says alike: its keys, whether its agent ran,
+    its tokens and times."""
     facts = _keys(obj)
     response = obj.get("response")
     facts.never_ran = never_ran(response)
     _usage(response, facts)
     _timing(obj, response, facts)
-    _failure(obj, facts)
     return facts
 
 
