@@ -9,7 +9,6 @@ from typing import Iterator, Optional
 from .logindex import LogIndex, Refresh
 from .matcher import Matcher
 
-
 INTERLEAVE_MAX = 64 << 20     # bytes of logs (and of Gym's output) read to interleave them at open
 MATCH_AHEAD = 16              # lines of Gym's output skipped looking for a log's next line
 BY_GYM, BY_STAMPS = "Gym's output", "timestamps"

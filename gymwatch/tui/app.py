@@ -12,7 +12,6 @@ entry point.
 from __future__ import annotations
 
 import os
-
 import time
 from typing import Callable, Optional
 

@@ -23,8 +23,8 @@ from .. import charts
 from ..core import attribution, gymversion, timeline
 from ..core.model import EXITED, FAILED, READY, STARTING, RunState, Server, parent_ended
 from .fmt import KIND_LABEL, STATE_LOOK, STEP_LOOK, body, duration, plain
-from .head import Probe
 from .geometry import fit_board
+from .head import Probe
 
 COLUMNS = (("server", "Server"), ("kind", "Kind"), ("state", "State"), ("limit", "Spin-up"),
            ("why", "Phase / why not ready"), ("steps", "Startup"), ("in", "In state"), ("ttr", "To ready"),

@@ -10,7 +10,6 @@ it in another thread) and never reads a run file itself: the log pane does.
 from __future__ import annotations
 
 import json
-
 from typing import Callable, Optional, Union
 
 from rich.text import Text

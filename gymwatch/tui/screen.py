@@ -23,8 +23,7 @@ from textual.widgets import DataTable, Footer
 
 from ..core.model import FAILED, V_COLLECTING, V_STARTING
 from ..core.verdict import Verdict, verdict
-from . import geometry
-from . import head as headprobe
+from . import geometry, head as headprobe
 from .board import BoardPane, ReadinessBoard, waited_on
 from .charts import ChartsScreen
 from .footer import WholeLabels

@@ -16,14 +16,43 @@ from typing import Iterable, Optional, Sequence
 from ..model import Evidence
 from . import slurmtime
 from .facts import (
-    A_EXIT_DONE, A_RETRY, A_STOP_CANCELLED, ChainEntry, ChainStopped, CollectionFinished, Fact, FollowUpFailed,
-    FollowUpQueued, HealthDied, HealthGaveUp, HealthReady, HealthWait, Listening, OutOfMemory, PreviousJob,
-    ResumedRows, SlurmError, SlurmKill, StepAborted, StepErrorLine, StepFact, TaskEnded,
+    A_EXIT_DONE,
+    A_RETRY,
+    A_STOP_CANCELLED,
+    ChainEntry,
+    ChainStopped,
+    CollectionFinished,
+    Fact,
+    FollowUpFailed,
+    FollowUpQueued,
+    HealthDied,
+    HealthGaveUp,
+    HealthReady,
+    HealthWait,
+    Listening,
+    OutOfMemory,
+    PreviousJob,
+    ResumedRows,
+    SlurmError,
+    SlurmKill,
+    StepAborted,
+    StepErrorLine,
+    StepFact,
+    TaskEnded,
 )
 from .files import DRIVER, SERVICE, JobFile
 from .jobscript import JobScript, expand
 from .model import (
-    FROM_FILES, FROM_SLURM, SV_DIED, SV_ENDED, SV_HEALTHY, SV_NEVER_HEALTHY, SV_NOT_STARTED, SV_STARTING, Job, Link,
+    FROM_FILES,
+    FROM_SLURM,
+    SV_DIED,
+    SV_ENDED,
+    SV_HEALTHY,
+    SV_NEVER_HEALTHY,
+    SV_NOT_STARTED,
+    SV_STARTING,
+    Job,
+    Link,
     ServiceStep,
 )
 from .record import Benchmark, job_id_key
