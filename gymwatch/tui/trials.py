@@ -399,7 +399,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         """Cells padded to their column's width (one space each side), cut to the view."""
         segs: list[Segment] = []
         console = self.app.console
-        for i, w in zip(self._shown, self._fit):
+        for i, w in zip(self._shown, self._fit, strict=True):
             t = row[i].copy()
             t.truncate(w, overflow="ellipsis", pad=True)
             if t.style:               # render() leaves a Text's own style out: make it a span
@@ -414,7 +414,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
 
     def _column_at(self, x: int) -> Optional[str]:
         edge = -int(self.scroll_x)
-        for i, w in zip(self._shown, self._fit):
+        for i, w in zip(self._shown, self._fit, strict=True):
             edge += w + 2
             if x < edge:
                 return COLUMNS[i][0]
@@ -428,7 +428,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
     def natural_width(self) -> int:
         """Columns this pane needs to show every column some row fills, whole (borders and the
         scrollbar in): what geometry.fit_trials sizes it to, room allowing."""
-        cols = [w + 2 for (key, _), w, f in zip(COLUMNS, self._widths, self._filled) if f or key in KEEP]
+        cols = [w + 2 for (key, _), w, f in zip(COLUMNS, self._widths, self._filled, strict=True) if f or key in KEEP]
         bar = self.styles.scrollbar_size_vertical if self.row_count + 1 > self.scrollable_content_region.height else 0
         return sum(cols) + 2 + bar
 

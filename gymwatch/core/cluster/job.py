@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections import defaultdict
+from itertools import pairwise
 from typing import Iterable, Optional, Sequence
 
 from ..model import Evidence
@@ -134,7 +135,7 @@ def _edges(facts: Sequence[Fact], told: dict[str, SlurmJob]) -> set[tuple[str, s
     """(link, the link after it) pairs, from every place that tells."""
     edges: set[tuple[str, str]] = set()
     entries = sorted((f for f in facts if isinstance(f, ChainEntry)), key=lambda f: f.position)
-    edges.update((a.job_id, b.job_id) for a, b in zip(entries, entries[1:]) if a.job_id != b.job_id)
+    edges.update((a.job_id, b.job_id) for a, b in pairwise(entries) if a.job_id != b.job_id)
     for f in facts:
         if isinstance(f, FollowUpQueued):
             edges.add((f.job_id, f.next_id))
@@ -468,7 +469,7 @@ def _settle_cause(link: Link, r: _Reading) -> None:
 
 def _settle_chain(links: list[Link]) -> None:
     """A successor cancelled because the link before it succeeded was never needed: not a failure."""
-    for prev, link in zip(links, links[1:]):
+    for prev, link in pairwise(links):
         if link.previous is None and link.job_id == prev.followup:
             link.previous = prev.job_id
         cancelled_unneeded = link.state == "CANCELLED" and link.reason == "DependencyNeverSatisfied"
@@ -485,7 +486,7 @@ def _settle_chain(links: list[Link]) -> None:
 def _rows(links: list[Link], rows_total: Optional[int]) -> None:
     """Which link wrote which rows: each resumed link says how many were done before it."""
     marked = [ln for ln in links if ln.rows_done_before is not None]
-    for link, nxt in zip(marked, marked[1:]):
+    for link, nxt in pairwise(marked):
         assert link.rows_done_before is not None and nxt.rows_done_before is not None
         link.rows_written = max(0, nxt.rows_done_before - link.rows_done_before)
     if marked and rows_total is not None:

@@ -422,7 +422,7 @@ class StreamLines(Part):
 
 def _last(pattern: re.Pattern[str], text: str) -> Optional[re.Match[str]]:
     """The last match of `pattern` in `text` (a tqdm line redraws its bar many times)."""
-    m = None
+    last = None
     for m in pattern.finditer(text):
-        pass
-    return m
+        last = m
+    return last
