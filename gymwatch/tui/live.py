@@ -206,9 +206,10 @@ class LiveRun:
         RetryRefused when FILE cannot be written."""
         plan = self.rerunnable(keys)
         with self.lock:
-            if self.session is None:
+            state = self.state
+            if self.session is None or state is None:
                 return None, "no run to read yet"
-            written = write(self.state, self.session.layout, plan, file)
+            written = write(state, self.session.layout, plan, file)
         if written is None:
             return None, nothing_to_rerun(plan, file)
         return written, "\n".join(written.text())

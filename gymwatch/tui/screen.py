@@ -99,7 +99,7 @@ class MainScreen(Screen):
             self.mounted.set()
 
     def _start(self) -> None:
-        self.trials.lock = self.live.lock
+        self.trials.state_lock = self.live.lock
         self.trials.keys_told = (key_shown(self.app, "gymwatch.next-failure", "]"),
                                  key_shown(self.app, "trials.filter", "v"))
         self.navigator = Navigator(self.live, self.board, self.trials, self.pane, notify=self.notify,

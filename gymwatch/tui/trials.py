@@ -183,7 +183,8 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self.picked = False         # the user moved the cursor: it is theirs, no longer put on a problem
         self.keys_told = ("]", "v")  # the keys the title names: next failure, filter (the keymap's)
         # Held while a rebuild walks the state (the screen's: a poll may be writing it in a thread).
-        self.lock: AbstractContextManager = nullcontext()
+        # Not `lock`: that is Textual's own, an asyncio lock its batch() and recompose() take.
+        self.state_lock: AbstractContextManager = nullcontext()
         self._problems: set[TrialKey] = set()              # failed, never-ran and missing trials, filtered or not
         self._first: Optional[TrialKey] = None             # the least of them (None: to be found again)
         self._failure: list[Text] = []                     # the selected failure's lines under the rows
@@ -206,7 +207,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         here = self.key_at(self.cursor)
         new_model = state is not self.state and state is not None
         self.state = state           # before sizing: a cell's width reads the model (Gym's verdicts)
-        with self.lock:
+        with self.state_lock:
             if new_model:                # a new model: size the columns
                 self._widths = [len(label) for _, label in COLUMNS]
                 self._filled = [False] * len(COLUMNS)
