@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from textual import events
 from textual.app import App
@@ -137,7 +137,7 @@ class GymwatchApp(App):
         if mapping:
             self.set_keymap(mapping)
 
-    def set_keymap(self, keymap_: dict[str, str]) -> None:
+    def set_keymap(self, keymap_: Mapping[str, str]) -> None:
         """Textual's, an old binding id (keymap.ALIASES) taken as the id its binding has now."""
         super().set_keymap(keymap.current_ids(dict(keymap_)))
 

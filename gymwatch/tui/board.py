@@ -403,9 +403,11 @@ def spinup_clock(state: RunState, now: Optional[float]) -> Optional[tuple[Option
 def limit_text(s: Server, clock: Optional[tuple[Optional[float], float]]) -> Optional[Text]:
     """`2m10s/10m00s` of Gym's spin-up limit used, on a server Gym is still waiting for; flagged
     as it nears the limit. Nothing when the wait began before gymwatch was watching."""
-    if clock is None or s.became_ready or s.state == FAILED or clock[0] is None:
+    if clock is None or s.became_ready or s.state == FAILED:
         return None
     used, limit = clock
+    if used is None:
+        return None
     share = used / limit
     style = "bold white on red" if share >= 1 else ("bold black on yellow" if share >= LIMIT_WARN else "dim")
     return Text(f"{duration(used)}/{duration(limit)}" + (" ⚠" if share >= LIMIT_WARN else ""), style=style)

@@ -117,7 +117,7 @@ def all_bindings(app) -> list[tuple[str, Binding]]:
     nodes = [("Everywhere", app.main._bindings), ("Everywhere", app._bindings),
              ("Servers", ReadinessBoard._merged_bindings), ("Trials", TrialsTable._merged_bindings),
              ("Log", LogView._merged_bindings), (CARD, BindingsMap(TrialCard.BINDINGS))]
-    out = []
+    out: list[tuple[str, Binding]] = []
     for section, found in nodes:
         if found is None:
             continue

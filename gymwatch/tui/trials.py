@@ -209,6 +209,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self.state = state           # before sizing: a cell's width reads the model (Gym's verdicts)
         with self.state_lock:
             if new_model:                # a new model: size the columns
+                assert state is not None     # new_model says so
                 self._widths = [len(label) for _, label in COLUMNS]
                 self._filled = [False] * len(COLUMNS)
                 for t in state.trials.values():
@@ -388,8 +389,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
             return Strip(line.render(self.app.console), width).apply_style(self.look("trials--failure"))
         i = int(self.scroll_y) + y - 1
         key = self.key_at(i)
-        t = self.state.trials.get(key) if key is not None and self.state is not None else None
-        if t is None:
+        if key is None or self.state is None or (t := self.state.trials.get(key)) is None:
             return Strip.blank(width, self.rich_style)
         strip = self._strip(cells(t, self.state.health.get(t.key)), width)
         if i == self.cursor:
