@@ -8,7 +8,7 @@ it never scrolls sideways. Maximized (`z`), rows wrap their name and phase whole
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from rich.text import Text
 from textual import on
@@ -108,7 +108,7 @@ class ReadinessBoard(DataTable):
     wrap: reactive[bool] = reactive(False)
     """Rows wrap their server name and phase whole (the board maximized), instead of cutting them."""
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
         self._cells: dict[str, tuple] = {}  # every column's cell, shown or not
         self._details: dict[str, Text] = {}  # server -> its name, state and phase whole

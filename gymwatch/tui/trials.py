@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from rich.segment import Segment
 from rich.style import Style
@@ -173,7 +173,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         def control(self) -> TrialsTable:
             return self.table
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.state: Optional[RunState] = None
         self.filter_by = ALL        # a FILTERS name
