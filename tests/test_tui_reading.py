@@ -124,3 +124,23 @@ async def test_R_on_a_run_where_every_trial_completed_says_so_and_writes_nothing
         await pilot.press("R")
         assert await wait_for(pilot, lambda: any("nothing to rerun" in m for m in toasts(app)))
         assert not isinstance(app.screen, RetryScreen) and list(tmp_path.iterdir()) == []
+
+
+async def test_the_run_lock_the_trials_pane_holds_leaves_textuals_widget_lock_alone():
+    """The screen hands the trials pane the run's lock (a thread's); Textual's own lock on every
+    widget, the asyncio one its batch() and recompose() take, is still there beside it."""
+    app = fixture_app("mixed_ok")
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        async with app.trials.batch():         # what a recompose of the pane takes first
+            pass
+        assert app.trials.row_count == len(app.live.state.trials)
+
+
+def test_a_retry_file_asked_of_a_dir_still_waiting_for_its_run_is_refused_in_words(tmp_path: Path):
+    run = tmp_path / "run"
+    run.mkdir()                                 # a launcher or a replay is about to fill it
+    live = LiveRun(str(run), check_processes=False)
+    assert live.session is not None and live.state is None
+    assert live.write_retry(str(tmp_path / "retry.jsonl")) == (None, "no run to read yet")
+    assert not (tmp_path / "retry.jsonl").exists()

@@ -10,10 +10,24 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from . import gymlines as gl
-from . import upstream
-from .model import FAILED, K_AGENT, K_ENVIRONMENT, K_MODEL, K_RESOURCES, K_UNKNOWN, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, Evidence, Retrying, \
-    RunState, Server, Trial
+from . import gymlines as gl, upstream
+from .model import (
+    FAILED,
+    K_AGENT,
+    K_ENVIRONMENT,
+    K_MODEL,
+    K_RESOURCES,
+    K_UNKNOWN,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    Evidence,
+    Retrying,
+    RunState,
+    Server,
+    Trial,
+)
 
 _PORT_RE = re.compile(r"https?://[^:/'\"\s]+:(\d+)")
 

@@ -155,7 +155,7 @@ def _flag(c: Cost, kind: str, keys: list[TrialKey], values: list, ordered: list)
     threshold = typical.threshold()
     if threshold is None or ordered[-1] < threshold:
         return
-    far = sorted(((k, float(v)) for k, v in zip(keys, values) if v >= threshold and typical.far_above(v)),
+    far = sorted(((k, float(v)) for k, v in zip(keys, values, strict=True) if v >= threshold and typical.far_above(v)),
                  key=lambda kv: (-kv[1], kv[0]))
     if far:
         c.outlier_counts[kind] = len(far)
@@ -175,4 +175,4 @@ def _estimated_durations(state: RunState) -> Optional[Percentiles]:
     results = figures.RESULTS
     times = [at for t in trials if t.status in results and (at := t.arrived if arrived else t.answered_at) is not None]
     times.sort()
-    return Percentiles.of(sorted(b - a for a, b in zip(times, times[c:])))
+    return Percentiles.of(sorted(b - a for a, b in zip(times, times[c:], strict=False)))   # each time, the c-th after it

@@ -174,7 +174,7 @@ def binned(title: str, values: list[float], whole: bool = False) -> Spread:
     if distinct and len(distinct) <= MAX_VALUE_BINS:
         values_at = sorted(distinct)
         counts = _counts(ordered, values_at[1:] + [math.inf])
-        out.bins = [Bin(v, v, n) for v, n in zip(values_at, counts)]
+        out.bins = [Bin(v, v, n) for v, n in zip(values_at, counts, strict=True)]
         return out
     lo, hi = ordered[0], ordered[-1]
     step = (hi - lo) / BINS

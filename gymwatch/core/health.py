@@ -10,10 +10,7 @@ from __future__ import annotations
 import json
 from typing import Optional, TypeGuard
 
-from .model import (
-    H_HEALTHY, H_UNHEALTHY, HEALTH_VERDICTS, T_COMPLETED, T_FAILED, T_NEVER_RAN,
-    GymHealth, HealthTotals,
-)
+from .model import H_HEALTHY, H_UNHEALTHY, HEALTH_VERDICTS, T_COMPLETED, T_FAILED, T_NEVER_RAN, GymHealth, HealthTotals
 from .records import ROLLOUT_KEY, TASK_KEY, BadLine, load_object
 
 VERDICTS_FILE = "rollout_verdicts.jsonl"

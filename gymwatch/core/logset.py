@@ -9,7 +9,6 @@ from typing import Iterator, Optional
 from .logindex import LogIndex, Refresh
 from .matcher import Matcher
 
-
 INTERLEAVE_MAX = 64 << 20     # bytes of logs (and of Gym's output) read to interleave them at open
 MATCH_AHEAD = 16              # lines of Gym's output skipped looking for a log's next line
 BY_GYM, BY_STAMPS = "Gym's output", "timestamps"
@@ -40,7 +39,7 @@ class LogSet:
         self._cum: list[int] = [0] * len(self._segs)
         self.order_basis = ""
         if len(self.indexes) > 1:
-            order = arrival_order(list(zip(self.labels, self.paths)), self.hints)
+            order = arrival_order(list(zip(self.labels, self.paths, strict=True)), self.hints)
             if order is not None:
                 self.order_basis, segs, counts = order
                 self._segs = [list(seg) for seg in segs] or self._segs
@@ -118,7 +117,9 @@ class LogSet:
         """Rows from `start` on whose line matches, ascending (safe from a worker thread:
         it walks a snapshot of the segments)."""
         segs, cum = [list(x) for x in self._segs], list(self._cum)
-        for (src, a, b), c in zip(segs, cum):
+        # a sync on the screen's thread between the two copies may leave segs the longer: their rows
+        # came after the filter began, and the caller reads those again when it ends
+        for (src, a, b), c in zip(segs, cum, strict=False):
             if c + (b - a) <= start or a == b:
                 continue
             for n in self.indexes[src].scan(matcher, max(a, a + start - c)):
@@ -207,7 +208,7 @@ def _by_gym_output(sources: list[tuple[str, str]], texts: list[list[str]], hints
             said.setdefault(pref, []).append((n, body))
     keys: list[list[tuple]] = []
     matched = total = 0
-    for (label, _), lines in zip(sources, texts):
+    for (label, _), lines in zip(sources, texts, strict=True):
         queue, at, last = said.get(label, []), 0, -1
         ks = []
         for line in lines:

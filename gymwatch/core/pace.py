@@ -24,8 +24,21 @@ from typing import Optional
 
 from . import gymversion
 from .model import (
-    EXITED, FAILED, K_AGENT, K_ENVIRONMENT, K_MODEL, K_RESOURCES, T_COMPLETED, T_FAILED, T_NEVER_RAN,
-    STALL_ENDED, STALL_RECOVERED, RunState, ServerWait, Stall, collector_ended,
+    EXITED,
+    FAILED,
+    K_AGENT,
+    K_ENVIRONMENT,
+    K_MODEL,
+    K_RESOURCES,
+    STALL_ENDED,
+    STALL_RECOVERED,
+    T_COMPLETED,
+    T_FAILED,
+    T_NEVER_RAN,
+    RunState,
+    ServerWait,
+    Stall,
+    collector_ended,
 )
 
 FLOOR = 60.0            # seconds: a shorter silence is never a stall

@@ -19,10 +19,25 @@ from . import fast
 from .fast import rows as fast_rows
 from .neverran import is_number, never_ran
 from .rowfacts import (  # noqa: F401 - the names of a row, read here and by records' users
-    AGENT_REF_KEY, ATTEMPT_KEY, CREATED_KEY, FAILURE_CLASS_KEY, FAILURE_PREFIX, FAILURE_STATUS_KEY,
-    FAILURE_TERMINAL_KEY, LATENCY_KEY, MASK_KEY, MESSAGE_KEYS, PERF_KEY, ROLLOUT_KEY, TASK_KEY, BadLine, Row,
-    RowFacts, seconds,
+    AGENT_REF_KEY,
+    ATTEMPT_KEY,
+    CREATED_KEY,
+    FAILURE_CLASS_KEY,
+    FAILURE_PREFIX,
+    FAILURE_STATUS_KEY,
+    FAILURE_TERMINAL_KEY,
+    LATENCY_KEY,
+    MASK_KEY,
+    MESSAGE_KEYS,
+    PERF_KEY,
+    ROLLOUT_KEY,
+    TASK_KEY,
+    BadLine,
+    Row,
+    RowFacts,
+    seconds,
 )
+
 
 def load_object(raw: bytes) -> dict:
     try:

@@ -16,7 +16,18 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
 
 from . import attempts, records
-from .model import SRC_FAILURE_ROW, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, TRIAL_STATUSES, Evidence, RunState, Trial
+from .model import (
+    SRC_FAILURE_ROW,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    T_PENDING,
+    TRIAL_STATUSES,
+    Evidence,
+    RunState,
+    Trial,
+)
 
 DID_NOT_COMPLETE = (T_FAILED, T_NEVER_RAN, T_MISSING)
 assert set(TRIAL_STATUSES) == {T_PENDING, T_COMPLETED, *DID_NOT_COMPLETE}

@@ -20,7 +20,15 @@ import msgspec
 from msgspec import Struct, field
 
 from .model import (
-    SRC_FAILURE_ROW, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, T_PENDING, Evidence, GymScore, RunState,
+    SRC_FAILURE_ROW,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    T_PENDING,
+    Evidence,
+    GymScore,
+    RunState,
 )
 
 MAX_KEY_METRICS = 40        # of one agent's key metrics kept (a benchmark names a handful)

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from . import gymlines as gl
-from . import upstream
+from . import gymlines as gl, upstream
 from .markers import find_marker
 from .model import (
-    EXITED, FAILED, INSTALLING, K_UNKNOWN, PENDING, READY, S_FAILED, S_INSTALL, S_LOCK, S_READY, S_START, S_STOPPED,
-    S_VENV, STARTING, Evidence, RunState, Server, StepMark,
+    EXITED,
+    FAILED,
+    INSTALLING,
+    K_UNKNOWN,
+    PENDING,
+    READY,
+    S_FAILED,
+    S_INSTALL,
+    S_LOCK,
+    S_READY,
+    S_START,
+    S_STOPPED,
+    S_VENV,
+    STARTING,
+    Evidence,
+    RunState,
+    Server,
+    StepMark,
 )
 
 MAX_KEPT_ERRORS = 20

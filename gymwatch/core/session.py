@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-
 from . import eolcount, fast, procs, records, score
 from .fast import fork
 from .layout import BOTH, EVAL, WAITING, Listings, Refreshed, RunLayout, Stream

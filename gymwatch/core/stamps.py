@@ -97,10 +97,10 @@ def line_stamp(text: str) -> Optional[float]:
 
 def hydra_dir_stamp(path: str | os.PathLike) -> Optional[float]:
     """Hydra's default run dir `outputs/2026-12-01/06-31-30` (or multirun's): when it started."""
-    m = None
+    last = None
     for m in _HYDRA_DIR_RE.finditer(os.fspath(path).replace(os.sep, "/")):
-        pass
-    return _epoch(*m.groups()) if m else None
+        last = m
+    return _epoch(*last.groups()) if last else None
 
 
 def iso_stamp(value: object) -> Optional[float]:

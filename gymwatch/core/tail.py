@@ -196,7 +196,7 @@ class Tailer:
             self._emit(pieces[0], batch)
             n = self.lineno
             if len(pieces) > 1:
-                batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:]))
+                batch.lines.extend(zip(range(n + 1, n + len(pieces)), pieces[1:], strict=True))
                 self.lineno = n + len(pieces) - 1
         self._hold(rest)
 

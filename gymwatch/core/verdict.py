@@ -8,13 +8,36 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from . import attribution, pace
-from . import gymlines as gl
+from . import attribution, gymlines as gl, pace
 from .model import (
-    FAILED, K_SERVICE, T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, V_COLLECTING,
-    V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK, V_QUEUED, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING,
-    V_STARTUP_FAILED, V_UNREADABLE, Evidence, RunState, Server, Stall, Unreadable, collector_ended, exited_with_run,
-    ongoing_stall, parent_ended, parent_gave_up,
+    FAILED,
+    K_SERVICE,
+    T_COMPLETED,
+    T_FAILED,
+    T_MISSING,
+    T_NEVER_RAN,
+    TRIAL_STATUSES,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_NO_AGENT_RAN,
+    V_OK,
+    V_QUEUED,
+    V_SOME_FAILED,
+    V_SOME_NEVER_RAN,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    V_UNREADABLE,
+    Evidence,
+    RunState,
+    Server,
+    Stall,
+    Unreadable,
+    collector_ended,
+    exited_with_run,
+    ongoing_stall,
+    parent_ended,
+    parent_gave_up,
 )
 
 if TYPE_CHECKING:      # (read only for a submitted run: imported when one is)

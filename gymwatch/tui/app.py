@@ -12,9 +12,8 @@ entry point.
 from __future__ import annotations
 
 import os
-
 import time
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from textual import events
 from textual.app import App
@@ -87,11 +86,19 @@ class GymwatchApp(App):
         self.load_keymap()         # before the panes mount: what they say names the keys as mapped
 
     def get_default_screen(self) -> Screen:
-        return self.sub_screen if self.sub_screen is not None else self.main
+        return self._first_screen()
+
+    def _first_screen(self) -> SubmissionScreen | MainScreen:
+        first = self.sub_screen if self.sub_screen is not None else self.main
+        assert first is not None, "made with a run or a submission, one of the two screens exists"
+        return first
 
     async def on_mount(self) -> None:
-        first = self.sub_screen if self.sub_screen is not None else self.main
-        self.sub_title = str(self.submission.root if self.submission is not None else self.live.root)
+        first = self._first_screen()
+        if self.submission is not None:
+            self.sub_title = str(self.submission.root)
+        elif self.live is not None:
+            self.sub_title = str(self.live.root)
         if self.keymap_problems:       # together: a small screen shows one toast at a time
             self.notify("\n".join(self.keymap_problems), title="keymap", severity="warning", markup=False,
                         timeout=10)
@@ -115,55 +122,59 @@ class GymwatchApp(App):
         """The earlier name of `run_shown`, kept for scripts and tests written against it."""
         return self.run_shown
 
+    def _run_screen(self) -> MainScreen:
+        assert self.main is not None, "no benchmark's screen is open yet"
+        return self.main
+
     def apply(self, changes: Changes) -> None:
         """Show what a poll changed (the main screen's `apply`)."""
-        self.main.apply(changes)
+        self._run_screen().apply(changes)
 
     def open_evidence(self, ev: Optional[Evidence]) -> None:
-        self.main.navigator.open_evidence(ev)
+        self._run_screen().navigator.open_evidence(ev)
 
     def open_server_log(self, name: str, force: bool = False) -> None:
-        self.main.navigator.open_server_log(name, force)
+        self._run_screen().navigator.open_server_log(name, force)
 
     def open_trial_card(self, t: Trial) -> None:
-        self.main.navigator.open_trial_card(t)
+        self._run_screen().navigator.open_trial_card(t)
 
     @property
     def polls(self) -> int:
         """Polls shown since the first read."""
-        return self.main.poller.polls
+        return self._run_screen().poller.polls
 
     def refresh_run(self) -> None:
         """Poll the run now and show what changed before returning."""
-        self.main.read_now()
+        self._run_screen().read_now()
 
     @property
     def summary(self) -> Summary:
-        return self.main.summary
+        return self._run_screen().summary
 
     @property
     def board(self) -> ReadinessBoard:
-        return self.main.board
+        return self._run_screen().board
 
     @property
     def trials(self) -> TrialsTable:
-        return self.main.trials
+        return self._run_screen().trials
 
     @property
     def pane(self) -> LogPane:
-        return self.main.pane
+        return self._run_screen().pane
 
     # --- keys, the keymap file, notifications ---------------------------------------------------
     def load_keymap(self) -> None:
         """The user's keymap file over the bindings' ids; each problem a warning of one line (shown
         once the app is up)."""
         known = {b.id for _, b in keymap.all_bindings(self) if b.id}
-        known |= {b.id for b in BenchmarksTable.BINDINGS if b.id}    # one file for runs and submissions
+        known |= {b.id for b in BenchmarksTable.BINDINGS if isinstance(b, Binding) and b.id}    # one file for runs and submissions
         self.keymap_path, mapping, self.keymap_problems = keymap.load(known)
         if mapping:
             self.set_keymap(mapping)
 
-    def set_keymap(self, keymap_: dict[str, str]) -> None:
+    def set_keymap(self, keymap_: Mapping[str, str]) -> None:
         """Textual's, an old binding id (keymap.ALIASES) taken as the id its binding has now."""
         super().set_keymap(keymap.current_ids(dict(keymap_)))
 

@@ -8,7 +8,7 @@ it never scrolls sideways. Maximized (`z`), rows wrap their name and phase whole
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from rich.text import Text
 from textual import on
@@ -23,8 +23,8 @@ from .. import charts
 from ..core import attribution, gymversion, timeline
 from ..core.model import EXITED, FAILED, READY, STARTING, RunState, Server, parent_ended
 from .fmt import KIND_LABEL, STATE_LOOK, STEP_LOOK, body, duration, plain
-from .head import Probe
 from .geometry import fit_board
+from .head import Probe
 
 COLUMNS = (("server", "Server"), ("kind", "Kind"), ("state", "State"), ("limit", "Spin-up"),
            ("why", "Phase / why not ready"), ("steps", "Startup"), ("in", "In state"), ("ttr", "To ready"),
@@ -108,7 +108,7 @@ class ReadinessBoard(DataTable):
     wrap: reactive[bool] = reactive(False)
     """Rows wrap their server name and phase whole (the board maximized), instead of cutting them."""
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
         self._cells: dict[str, tuple] = {}  # every column's cell, shown or not
         self._details: dict[str, Text] = {}  # server -> its name, state and phase whole
@@ -134,7 +134,7 @@ class ReadinessBoard(DataTable):
 
     # --- columns fitted to the width (geometry.fit_board) -------------------------------------
     def _pick(self, cells: tuple) -> list:
-        return [self._shown(key, c) for (key, _), c in zip(COLUMNS, cells) if key in self.shown_columns]
+        return [self._shown(key, c) for (key, _), c in zip(COLUMNS, cells, strict=True) if key in self.shown_columns]
 
     def _shown(self, key: str, cell: Text) -> Text:
         """A cell as the table gets it: cut with … at its column's width, or (wrapping) the
@@ -157,7 +157,7 @@ class ReadinessBoard(DataTable):
         widths = {key: 0 if key == "last" else len(label) for key, label in COLUMNS}   # the phase's label whole too, room allowing
         filled = {key: False for key, _ in COLUMNS}
         for cells in self._cells.values():
-            for (key, _), c in zip(COLUMNS, cells):
+            for (key, _), c in zip(COLUMNS, cells, strict=True):
                 n = c.cell_len
                 widths[key] = max(widths[key], n)
                 filled[key] = filled[key] or bool(c.plain.strip())
@@ -180,7 +180,7 @@ class ReadinessBoard(DataTable):
         widths, filled = self.natural_widths()
         shown, fit = fit_board([k for k, _ in COLUMNS], widths, filled, self.scrollable_content_region.width)
         self.cut = {name for name, cells in self._cells.items()
-                    if any(c.cell_len > fit.get(key, 0) for (key, _), c in zip(COLUMNS, cells)
+                    if any(c.cell_len > fit.get(key, 0) for (key, _), c in zip(COLUMNS, cells, strict=True)
                            if key in ("server", "why"))} if not self.wrap else set()
         built = (shown, fit if self.wrap else None, self.wrap)
         if built != self._built:
@@ -310,7 +310,7 @@ class ReadinessBoard(DataTable):
         if self.wrap:
             self._built = ()        # a row's height follows its cells: add the rows again
         else:
-            for (key, _), a, b in zip(COLUMNS, old, cells):
+            for (key, _), a, b in zip(COLUMNS, old, cells, strict=True):
                 if a != b and key in self.shown_columns:
                     self.update_cell(name, key, self._shown(key, b))
         return True
@@ -379,7 +379,7 @@ class BoardPane(Vertical):
 def detail_text(s: Server, cells: tuple) -> Text:
     """The line under the board for server `s`: its name, state and phase or reason whole, and
     for a failed one where its failure line is (enter opens it)."""
-    by_key = {key: c for (key, _), c in zip(COLUMNS, cells)}
+    by_key = {key: c for (key, _), c in zip(COLUMNS, cells, strict=True)}
     t = Text.assemble(by_key["server"].copy(), "  ", by_key["state"].copy(), "  ")
     why = by_key["why"].copy()
     why.no_wrap, why.overflow = False, "fold"
@@ -403,9 +403,11 @@ def spinup_clock(state: RunState, now: Optional[float]) -> Optional[tuple[Option
 def limit_text(s: Server, clock: Optional[tuple[Optional[float], float]]) -> Optional[Text]:
     """`2m10s/10m00s` of Gym's spin-up limit used, on a server Gym is still waiting for; flagged
     as it nears the limit. Nothing when the wait began before gymwatch was watching."""
-    if clock is None or s.became_ready or s.state == FAILED or clock[0] is None:
+    if clock is None or s.became_ready or s.state == FAILED:
         return None
     used, limit = clock
+    if used is None:
+        return None
     share = used / limit
     style = "bold white on red" if share >= 1 else ("bold black on yellow" if share >= LIMIT_WARN else "dim")
     return Text(f"{duration(used)}/{duration(limit)}" + (" ⚠" if share >= LIMIT_WARN else ""), style=style)

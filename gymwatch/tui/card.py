@@ -114,7 +114,7 @@ class TrialCard(ModalScreen[Union[Evidence, AroundIt, None]]):
 
     @on(OptionList.OptionSelected)
     def _open(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.card.lines[int(event.option.id)])
+        self.dismiss(self.card.lines[event.option_index])
 
     def action_step(self, step: int) -> None:
         lines = self.query_one(OptionList)

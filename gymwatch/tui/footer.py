@@ -38,7 +38,7 @@ class WholeLabels(Footer):
 
     def compose(self) -> ComposeResult:
         keys = list(super().compose())
-        palette = [k for k in keys if "-command-palette" in k.classes]
+        palette = [k for k in keys if isinstance(k, FooterKey) and "-command-palette" in k.classes]
         room = self._width() - sum(key_width(k, self.compact) + PALETTE_EXTRA[self.compact] for k in palette)
         self._laid_out_for = (self._width(), self.compact)
         for key in keys:

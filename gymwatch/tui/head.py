@@ -35,7 +35,7 @@ def is_loopback(url: str) -> bool:
 def _get(url: str) -> tuple[int, bytes]:
     if not is_loopback(url):
         raise HeadError(f"{url}: not a loopback address; gymwatch only probes 127.0.0.1/localhost")
-    import urllib.error     # here, not at the top: part of the screen's start, for runs watched with --head only
+    import urllib.error  # here, not at the top: part of the screen's start, for runs watched with --head only
     import urllib.request
 
     req = urllib.request.Request(url, headers={"User-Agent": "gymwatch"})

@@ -114,7 +114,7 @@ def all_bindings(app) -> list[tuple[str, Binding]]:
     app's), then each pane's, then the trial card's. The panes' are their classes' (the same on
     every instance), so the keymap can be checked before the panes are mounted. The help screen
     lists these; the keymap file checks ids here."""
-    from .screen import MainScreen        # (here: the screen imports this module)
+    from .screen import MainScreen  # (here: the screen imports this module)
     from .subscreen import BenchmarksTable
 
     main = getattr(app, "main", None)
@@ -124,7 +124,7 @@ def all_bindings(app) -> list[tuple[str, Binding]]:
              ("Log", LogView._merged_bindings), (CARD, BindingsMap(TrialCard.BINDINGS))]
     if getattr(app, "sub_screen", None) is not None:
         nodes.insert(0, ("Submission", BenchmarksTable._merged_bindings))
-    out = []
+    out: list[tuple[str, Binding]] = []
     for section, found in nodes:
         if found is None:
             continue

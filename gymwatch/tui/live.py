@@ -216,9 +216,10 @@ class LiveRun:
         RetryRefused when FILE cannot be written."""
         plan = self.rerunnable(keys)
         with self.lock:
-            if self.session is None:
+            state = self.state
+            if self.session is None or state is None:
                 return None, "no run to read yet"
-            written = write(self.state, self.session.layout, plan, file)
+            written = write(state, self.session.layout, plan, file)
         if written is None:
             return None, nothing_to_rerun(plan, file)
         return written, "\n".join(written.text())
@@ -280,7 +281,7 @@ class LiveRun:
 
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

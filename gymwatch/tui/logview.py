@@ -26,6 +26,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 
 from ..core.logset import LogSet
 from ..core.matcher import Matcher
@@ -119,7 +120,7 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
         self._paused = False
         self._new_lines = 0
         self._cache: OrderedDict[int, tuple[int, int, str]] = OrderedDict()
-        self._timer = None
+        self._timer: Optional[Timer] = None
         self._filter_gen = 0
         self._filtering = False
         self._frame: Optional[list[Strip]] = None        # the wrapped screen, until a refresh
@@ -252,6 +253,7 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
 
     def _full_strip(self, vy: int) -> tuple[Strip, int, int]:
         """View row `vy` whole: line number, label of a merged view, the text (found spans lit)."""
+        assert self.logs is not None            # a row to draw: the logs are open
         row = self._row(vy)
         src, line, text = self._line(row)
         segs = [Segment(f"{line + 1:>{self._gutter()}} ", self.look("logview--gutter"))]
@@ -304,7 +306,8 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
         top = int(self.scroll_y)
         if self.follow and top >= self.max_scroll_y:  # following the end: fill from the last line up
             return self._fill_up(self.row_count - 1, width, height)
-        rows, vy, seen = [], top, self.cursor < top
+        rows: list[Strip] = []
+        vy, seen = top, self.cursor < top
         while vy < self.row_count and len(rows) < height:
             rows += self._wrap_row(vy, width)
             seen = seen or (vy == self.cursor and len(rows) <= height)
@@ -315,7 +318,8 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
 
     def _fill_up(self, last: int, width: int, height: int) -> list[Strip]:
         """Screen rows ending with view row `last`, whole, and as many rows above it as fit."""
-        rows, vy = [], last
+        rows: list[Strip] = []
+        vy = last
         while vy >= 0 and len(rows) < height:
             rows[:0] = self._wrap_row(vy, width)
             vy -= 1
@@ -323,6 +327,7 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
 
     def _wrap_row(self, vy: int, width: int) -> list[Strip]:
         """One view row as screen rows: the rest of its text under the text, not the gutter."""
+        assert self.logs is not None            # a row to draw: the logs are open
         strip, _, _ = self._full_strip(vy)
         indent = self._gutter() + 1 + (self._label_width() + 3 if len(self.logs.indexes) > 1 else 0)
         indent = indent if indent < width // 2 else 0
@@ -588,8 +593,10 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
         self.post_message(self.Filtered(len(self._rows), done))
 
     def action_filter(self) -> None:
-        self.app.push_screen(Prompt("filter lines (!text inverts, empty clears)", self.filter_text),
-                             lambda v: v is not None and self.set_filter(v, self.errors_only))
+        def apply(value: Optional[str]) -> None:
+            if value is not None:
+                self.set_filter(value, self.errors_only)
+        self.app.push_screen(Prompt("filter lines (!text inverts, empty clears)", self.filter_text), apply)
 
     def action_errors(self) -> None:
         self.set_filter(self.filter_text, not self.errors_only)
@@ -651,8 +658,10 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
         return None
 
     def action_find(self) -> None:
-        self.app.push_screen(Prompt("find (n next, N previous)", self._find.text),
-                             lambda v: v is not None and self.find(v))
+        def go(value: Optional[str]) -> None:
+            if value is not None:
+                self.find(value)
+        self.app.push_screen(Prompt("find (n next, N previous)", self._find.text), go)
 
     def action_find_next(self) -> None:
         self.find_next()
@@ -663,7 +672,7 @@ class LogView(ComponentLooks, ScrollView, can_focus=True):
     def action_jump(self) -> None:
         def go(value: Optional[str]) -> None:
             if value and value.strip().isdigit():
-                src = self.logs.locate(self._row(self.cursor))[0] if self.row_count else 0
+                src = self.logs.locate(self._row(self.cursor))[0] if self.logs is not None and self.row_count else 0
                 self.goto_line(int(value.strip()), source=src)
         self.app.push_screen(Prompt("go to line"), go)
 

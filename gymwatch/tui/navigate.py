@@ -10,10 +10,10 @@ it in another thread) and never reads a run file itself: the log pane does.
 from __future__ import annotations
 
 import json
-
 from typing import Callable, Optional, Union
 
 from rich.text import Text
+from textual.dom import DOMNode
 from textual.markup import escape
 from textual.screen import Screen
 from textual.widget import Widget
@@ -130,7 +130,8 @@ class Navigator:
     def open_trial_cause(self, t: Trial) -> None:
         """`l` on a trial: the log line where its cause is (the agent's log for a never-ran)."""
         with self.live.lock:
-            cause = attribution.trial_cause(self.live.state, t)
+            state = self.live.state
+            cause = attribution.trial_cause(state, t) if state is not None else None
         if cause is None:
             self.notify("nothing known beyond its own row" if t.evidence else "no evidence yet")
             return
@@ -170,28 +171,28 @@ class Navigator:
         self.notify(f"line {self.cause_index + 1} of {len(chain)}: {ev.where()}", markup=False, timeout=2)
 
     # --- failures ----------------------------------------------------------------------------
-    def failures(self) -> list[tuple[str, object]]:
+    def failures(self) -> list[tuple[str, Union[str, TrialKey]]]:
         """Failed servers, then failed, never-ran and missing trials by (task, rollout, attempt)."""
         state = self.live.state
         if state is None:
             return []
         with self.live.lock:
-            out: list[tuple[str, object]] = [(SERVER, s.name) for s in state.servers.values() if s.state == FAILED]
+            out: list[tuple[str, Union[str, TrialKey]]] = [(SERVER, s.name) for s in state.servers.values() if s.state == FAILED]
             trials = sorted((t for t in state.trials.values() if t.status in PROBLEMS), key=lambda t: (
                 t.task_index, t.rollout_index, -1 if t.attempt_index is None else t.attempt_index))
         out += [(TRIAL, t.key) for t in trials]
         return out
 
-    def _at_failure(self, items: list[tuple[str, object]]) -> int:
+    def _at_failure(self, items: list[tuple[str, Union[str, TrialKey]]]) -> int:
         """Where `]` / `[` go on from: the failure under the focused pane's cursor (a trial the
         screen put the cursor on, one the user moved to), else the last one they went to."""
         pane = self.focused_pane()
-        here: Optional[tuple[str, object]] = None
+        here: Optional[tuple[str, Union[str, TrialKey]]] = None
         at_cursor = self.trials.trial_at_cursor()
         if pane is self.trials and at_cursor is not None:
             here = (TRIAL, at_cursor.key)
-        elif pane is self.board and self.board.server_at_cursor():
-            here = (SERVER, self.board.server_at_cursor())
+        elif pane is self.board and (name := self.board.server_at_cursor()):
+            here = (SERVER, name)
         return items.index(here) if here in items else self.failure_index
 
     def go_failure(self, step: int) -> None:
@@ -208,7 +209,8 @@ class Navigator:
         self.notify(f"{where}failure {self.failure_index + 1} of {len(items)}: "
                     f"{ref if kind == SERVER else f'task {ref[0]} rollout {ref[1]}'}", markup=False, timeout=2)
         state = self.live.state
-        if kind == SERVER:
+        assert state is not None            # failures() found these in it
+        if isinstance(ref, str):            # SERVER: a server's name (a trial's ref is its key)
             self.board.select(ref)
             self.board.focus()
             self.open_server_evidence(state.servers[ref])
@@ -225,7 +227,7 @@ class Navigator:
 
 def focused_pane(screen: Screen, panes: tuple[Widget, ...]) -> Optional[Widget]:
     """The one of `panes` holding the focus on `screen` (None while another screen is on top)."""
-    node = screen.focused if screen.app.screen is screen else None
+    node: Optional[DOMNode] = screen.focused if screen.app.screen is screen else None
     while isinstance(node, Widget):
         if node in panes:
             return node

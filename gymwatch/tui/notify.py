@@ -22,8 +22,21 @@ from typing import Callable, Optional
 
 from ..core import pace
 from ..core.model import (
-    FAILED, STALL_RECOVERED, T_NEVER_RAN, V_COLLECTING, V_COLLECTION_ABORTED, V_INCOMPLETE, V_NO_AGENT_RAN, V_OK,
-    V_QUEUED, V_SOME_FAILED, V_SOME_NEVER_RAN, V_STARTING, V_STARTUP_FAILED, RunState, ongoing_stall,
+    FAILED,
+    STALL_RECOVERED,
+    T_NEVER_RAN,
+    V_COLLECTING,
+    V_COLLECTION_ABORTED,
+    V_INCOMPLETE,
+    V_NO_AGENT_RAN,
+    V_OK,
+    V_QUEUED,
+    V_SOME_FAILED,
+    V_SOME_NEVER_RAN,
+    V_STARTING,
+    V_STARTUP_FAILED,
+    RunState,
+    ongoing_stall,
 )
 from ..core.sanitize import clean
 from ..core.verdict import Verdict

@@ -19,17 +19,15 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
 from textual.message import Message
 from textual.widget import Widget
 
 from . import head as headprobe
 from .live import Changes, LiveRun
+from .livesub import LiveSubmission
 from .watch import ChangeSource, describe
-
-if TYPE_CHECKING:
-    from .livesub import LiveSubmission
 
 HEAD_EVERY = 5.0     # seconds between `--head` probes
 
@@ -71,13 +69,10 @@ class SubmissionChanged(Message):
 
 class Poller:
     """Polls `live` for `node` (the screen: it runs the workers and gets their messages): a
-    `LiveRun`, whose polls come back as RunChanged, or (`message=SubmissionChanged`) a
-    `LiveSubmission`."""
+    `LiveRun`, whose polls come back as RunChanged, or a `LiveSubmission`, as SubmissionChanged."""
 
-    def __init__(self, node: Widget, live: LiveRun | LiveSubmission, source: ChangeSource, tick: float,
-                 message: type[RunChanged] | type[SubmissionChanged] = RunChanged) -> None:
+    def __init__(self, node: Widget, live: LiveRun | LiveSubmission, source: ChangeSource, tick: float) -> None:
         self.node, self.live, self.source, self.tick = node, live, source, tick
-        self.message = message
         self.paused = False          # the screen is hidden under another: no polls, no watcher
         self.polls = 0               # polls applied (tests wait on it)
         self.watch_mode = ""         # what the summary says of the watcher: inotify / polling / injected
@@ -103,17 +98,21 @@ class Poller:
         self.node.run_worker(self._read, thread=True, group="poll", exclusive=False)
 
     def _read(self) -> None:
-        changes = self.live.poll()
-        self.node.post_message(self.message(changes, self.live.watch_paths()))
+        live = self.live
+        if isinstance(live, LiveRun):
+            self.node.post_message(RunChanged(live.poll(), live.watch_paths()))
+        else:
+            self.node.post_message(SubmissionChanged(live.poll(), live.watch_paths()))
 
-    def read_now(self, apply: Callable[[Changes], None]) -> None:
+    def read_now(self, apply: Callable[[Any], None]) -> None:
         """A poll on the caller's thread (waiting for one running in the worker), applied with
-        `apply` before this returns: for a caller that shows its result at once."""
+        `apply` before this returns: for a caller that shows its result at once. `apply` gets what
+        the poll changed: the run's Changes, or a submission's by benchmark."""
         apply(self.live.poll())
         self.polls += 1
         self.catch_up()
 
-    def applied(self, done: RunChanged) -> None:
+    def applied(self, done: RunChanged | SubmissionChanged) -> None:
         """A worker's poll is on screen: watch new paths, and poll again if asked meanwhile or
         if it left part of a big file for later (the screen has had its turn)."""
         self.polls += 1
@@ -170,7 +169,7 @@ class Poller:
             self.node.post_message(HeadProbed(headprobe.probe(url, run_id, at)))
 
         def start() -> None:
-            state = self.live.state
+            state = self.live.state if isinstance(self.live, LiveRun) else None
             run_id = state.info.run_id if state is not None else ""
             self.node.run_worker(partial(probe, run_id, clock()), group="head", thread=True, exclusive=True,
                                  exit_on_error=False)

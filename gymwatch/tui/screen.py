@@ -11,7 +11,7 @@ command palette.
 from __future__ import annotations
 
 import asyncio
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -23,8 +23,7 @@ from textual.widgets import DataTable, Footer
 
 from ..core.model import FAILED, V_COLLECTING, V_QUEUED, V_STARTING
 from ..core.verdict import Verdict, verdict
-from . import geometry
-from . import head as headprobe
+from . import geometry, head as headprobe
 from .board import BoardPane, ReadinessBoard, waited_on
 from .charts import ChartsScreen
 from .footer import WholeLabels
@@ -37,6 +36,9 @@ from .retryscreen import RetryScreen
 from .summary import Summary, reason_text, summary_text
 from .trials import TrialsTable
 from .watch import POLLING, ChangeSource, watchfiles_source
+
+if TYPE_CHECKING:               # the app imports this module
+    from .app import GymwatchApp
 
 
 class MainScreen(Screen):
@@ -104,7 +106,7 @@ class MainScreen(Screen):
             self.mounted.set()
 
     def _start(self) -> None:
-        self.trials.lock = self.live.lock
+        self.trials.state_lock = self.live.lock
         self.trials.keys_told = (key_shown(self.app, "gymwatch.next-failure", "]"),
                                  key_shown(self.app, "trials.filter", "v"))
         self.navigator = Navigator(self.live, self.board, self.trials, self.pane, notify=self.notify,
@@ -118,7 +120,7 @@ class MainScreen(Screen):
         self.apply(changes)
         self.poller.start()
         if self.head:
-            self._start_head()
+            self._start_head(self.head)
         self.board.focus()
 
     @property
@@ -171,7 +173,8 @@ class MainScreen(Screen):
         state = self.live.state
         v = verdict(state) if state is not None else None
         self._verdict_changed(v)
-        self.app.notifier.observe(state, v)   # the app's: a bell, a desktop notice per stage
+        # Textual types a screen's app as App whatever the app's class: this screen's is gymwatch's
+        cast("GymwatchApp", self.app).notifier.observe(state, v)   # a bell, a desktop notice per stage
         live = v is not None and v.name in (V_STARTING, V_COLLECTING)
         elapsed = self.clock() - self.live.started_at() if live else None
         rate, eta = self.live.rate_eta() if v is not None and v.name == V_COLLECTING else (None, None)
@@ -196,6 +199,7 @@ class MainScreen(Screen):
             return
         self.run_shown = True
         state = self.live.state
+        assert state is not None        # queued once there was a run to show; it stays one
         with self.live.lock:
             v = verdict(state)
             failed = [s.name for s in state.servers.values() if s.state == FAILED]
@@ -213,7 +217,8 @@ class MainScreen(Screen):
         """Until the user takes over, the board's cursor (and the log pane) is on the server the
         run waits on (at 80x24 the demo showed a ready one while mcqa was still installing)."""
         with self.live.lock:
-            name = waited_on(self.live.state, self.clock())
+            state = self.live.state
+            name = waited_on(state, self.clock()) if state is not None else None
         if name and name != self.board.server_at_cursor():
             self.board.select(name)
 
@@ -225,12 +230,12 @@ class MainScreen(Screen):
         if not getattr(self.poller.source, "polling", True):
             self.poller.replace_source(watchfiles_source(force_polling=True))
 
-    def _start_head(self) -> None:
-        if not headprobe.is_loopback(self.head):
-            self.notify(f"--head {self.head}: not a loopback address; not probing", severity="error",
+    def _start_head(self, head: str) -> None:
+        if not headprobe.is_loopback(head):
+            self.notify(f"--head {head}: not a loopback address; not probing", severity="error",
                         markup=False)
             return
-        self.poller.probe_head(self.head, self.clock)
+        self.poller.probe_head(head, self.clock)
 
     @on(HeadProbed)
     def head_probed(self, event: HeadProbed) -> None:
@@ -252,8 +257,8 @@ class MainScreen(Screen):
 
     @on(DataTable.RowSelected, "#board")
     def _server_chosen(self, event: DataTable.RowSelected) -> None:
-        state = self.live.state
-        server = state.servers.get(event.row_key.value) if state is not None else None
+        state, name = self.live.state, event.row_key.value
+        server = state.servers.get(name) if state is not None and name is not None else None
         if server is not None:
             self.navigator.open_server_evidence(server)
 

@@ -142,7 +142,7 @@ class SubmissionScreen(Screen):
         """`open_run(name)`: the app's, pushing the benchmark's own screen."""
         super().__init__(id="_default")
         self.live = live
-        self.poller = Poller(self, live, source, tick, message=SubmissionChanged)
+        self.poller = Poller(self, live, source, tick)
         self.open_run = open_run
         self.shown: list[Benchmark] = []
         self.mounted = asyncio.Event()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from rich.segment import Segment
 from rich.style import Style
@@ -173,7 +173,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         def control(self) -> TrialsTable:
             return self.table
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.state: Optional[RunState] = None
         self.filter_by = ALL        # a FILTERS name
@@ -183,7 +183,8 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         self.picked = False         # the user moved the cursor: it is theirs, no longer put on a problem
         self.keys_told = ("]", "v")  # the keys the title names: next failure, filter (the keymap's)
         # Held while a rebuild walks the state (the screen's: a poll may be writing it in a thread).
-        self.lock: AbstractContextManager = nullcontext()
+        # Not `lock`: that is Textual's own, an asyncio lock its batch() and recompose() take.
+        self.state_lock: AbstractContextManager = nullcontext()
         self._problems: set[TrialKey] = set()              # failed, never-ran and missing trials, filtered or not
         self._first: Optional[TrialKey] = None             # the least of them (None: to be found again)
         self._failure: list[Text] = []                     # the selected failure's lines under the rows
@@ -206,8 +207,9 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         here = self.key_at(self.cursor)
         new_model = state is not self.state and state is not None
         self.state = state           # before sizing: a cell's width reads the model (Gym's verdicts)
-        with self.lock:
+        with self.state_lock:
             if new_model:                # a new model: size the columns
+                assert state is not None     # new_model says so
                 self._widths = [len(label) for _, label in COLUMNS]
                 self._filled = [False] * len(COLUMNS)
                 for t in state.trials.values():
@@ -387,8 +389,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
             return Strip(line.render(self.app.console), width).apply_style(self.look("trials--failure"))
         i = int(self.scroll_y) + y - 1
         key = self.key_at(i)
-        t = self.state.trials.get(key) if key is not None and self.state is not None else None
-        if t is None:
+        if key is None or self.state is None or (t := self.state.trials.get(key)) is None:
             return Strip.blank(width, self.rich_style)
         strip = self._strip(cells(t, self.state.health.get(t.key)), width)
         if i == self.cursor:
@@ -399,7 +400,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
         """Cells padded to their column's width (one space each side), cut to the view."""
         segs: list[Segment] = []
         console = self.app.console
-        for i, w in zip(self._shown, self._fit):
+        for i, w in zip(self._shown, self._fit, strict=True):
             t = row[i].copy()
             t.truncate(w, overflow="ellipsis", pad=True)
             if t.style:               # render() leaves a Text's own style out: make it a span
@@ -414,7 +415,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
 
     def _column_at(self, x: int) -> Optional[str]:
         edge = -int(self.scroll_x)
-        for i, w in zip(self._shown, self._fit):
+        for i, w in zip(self._shown, self._fit, strict=True):
             edge += w + 2
             if x < edge:
                 return COLUMNS[i][0]
@@ -428,7 +429,7 @@ class TrialsTable(ComponentLooks, ScrollView, can_focus=True):
     def natural_width(self) -> int:
         """Columns this pane needs to show every column some row fills, whole (borders and the
         scrollbar in): what geometry.fit_trials sizes it to, room allowing."""
-        cols = [w + 2 for (key, _), w, f in zip(COLUMNS, self._widths, self._filled) if f or key in KEEP]
+        cols = [w + 2 for (key, _), w, f in zip(COLUMNS, self._widths, self._filled, strict=True) if f or key in KEEP]
         bar = self.styles.scrollbar_size_vertical if self.row_count + 1 > self.scrollable_content_region.height else 0
         return sum(cols) + 2 + bar
 

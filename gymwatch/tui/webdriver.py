@@ -19,7 +19,7 @@ import asyncio
 import os
 import signal
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from textual import messages
 from textual.drivers.web_driver import WebDriver
@@ -36,7 +36,6 @@ class ServedDriver(WebDriver):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._leaving = threading.Event()
 
     def start_application_mode(self) -> None:
@@ -65,7 +64,7 @@ class ServedDriver(WebDriver):
         deadline = threading.Timer(LEAVE_GRACE, os._exit, (0,))
         deadline.daemon = True
         deadline.start()
-        if self._loop is not None and not self._loop.is_closed():
+        if not self._loop.is_closed():
             try:
                 self._loop.call_soon_threadsafe(self._app.post_message, messages.ExitApp())
             except RuntimeError:          # the loop closed meanwhile: the app has ended

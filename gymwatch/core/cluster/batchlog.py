@@ -15,8 +15,19 @@ from typing import Optional
 
 from ..model import Evidence
 from .facts import (
-    A_EXIT_DONE, A_RESUME, A_RETRY, A_STOP_CANCELLED, ChainStopped, Fact, FollowUpFailed, FollowUpQueued,
-    HealthDied, HealthGaveUp, HealthReady, HealthWait, PreviousJob,
+    A_EXIT_DONE,
+    A_RESUME,
+    A_RETRY,
+    A_STOP_CANCELLED,
+    ChainStopped,
+    Fact,
+    FollowUpFailed,
+    FollowUpQueued,
+    HealthDied,
+    HealthGaveUp,
+    HealthReady,
+    HealthWait,
+    PreviousJob,
 )
 from .slurmlines import slurm_fact
 

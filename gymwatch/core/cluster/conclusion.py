@@ -15,8 +15,20 @@ from typing import Optional
 from ..model import Evidence
 from . import slurmtime
 from .model import (
-    FROM_FILES, FROM_SLURM, P_ENDED, P_NOT_SUBMITTED, P_QUEUED, P_RUNNING, P_UNKNOWN, SV_DIED, SV_ENDED, SV_HEALTHY,
-    SV_NEVER_HEALTHY, Conclusion, Job, Link,
+    FROM_FILES,
+    FROM_SLURM,
+    P_ENDED,
+    P_NOT_SUBMITTED,
+    P_QUEUED,
+    P_RUNNING,
+    P_UNKNOWN,
+    SV_DIED,
+    SV_ENDED,
+    SV_HEALTHY,
+    SV_NEVER_HEALTHY,
+    Conclusion,
+    Job,
+    Link,
 )
 from .words import ENDED_STATES, QUEUED_STATES, RUNNING_STATES, ended_words, reason, state_words
 

@@ -11,19 +11,49 @@ from __future__ import annotations
 import heapq
 import re
 from collections import defaultdict
+from itertools import pairwise
 from typing import Iterable, Optional, Sequence
 
 from ..model import Evidence
 from . import slurmtime
 from .facts import (
-    A_EXIT_DONE, A_RETRY, A_STOP_CANCELLED, ChainEntry, ChainStopped, CollectionFinished, Fact, FollowUpFailed,
-    FollowUpQueued, HealthDied, HealthGaveUp, HealthReady, HealthWait, Listening, OutOfMemory, PreviousJob,
-    ResumedRows, SlurmError, SlurmKill, StepAborted, StepErrorLine, StepFact, TaskEnded,
+    A_EXIT_DONE,
+    A_RETRY,
+    A_STOP_CANCELLED,
+    ChainEntry,
+    ChainStopped,
+    CollectionFinished,
+    Fact,
+    FollowUpFailed,
+    FollowUpQueued,
+    HealthDied,
+    HealthGaveUp,
+    HealthReady,
+    HealthWait,
+    Listening,
+    OutOfMemory,
+    PreviousJob,
+    ResumedRows,
+    SlurmError,
+    SlurmKill,
+    StepAborted,
+    StepErrorLine,
+    StepFact,
+    TaskEnded,
 )
 from .files import DRIVER, SERVICE, JobFile
 from .jobscript import JobScript, expand
 from .model import (
-    FROM_FILES, FROM_SLURM, SV_DIED, SV_ENDED, SV_HEALTHY, SV_NEVER_HEALTHY, SV_NOT_STARTED, SV_STARTING, Job, Link,
+    FROM_FILES,
+    FROM_SLURM,
+    SV_DIED,
+    SV_ENDED,
+    SV_HEALTHY,
+    SV_NEVER_HEALTHY,
+    SV_NOT_STARTED,
+    SV_STARTING,
+    Job,
+    Link,
     ServiceStep,
 )
 from .record import Benchmark, job_id_key
@@ -107,7 +137,7 @@ def _edges(facts: Sequence[Fact], told: dict[str, SlurmJob]) -> set[tuple[str, s
     """(link, the link after it) pairs, from every place that tells."""
     edges: set[tuple[str, str]] = set()
     entries = sorted((f for f in facts if isinstance(f, ChainEntry)), key=lambda f: f.position)
-    edges.update((a.job_id, b.job_id) for a, b in zip(entries, entries[1:]) if a.job_id != b.job_id)
+    edges.update((a.job_id, b.job_id) for a, b in pairwise(entries) if a.job_id != b.job_id)
     for f in facts:
         if isinstance(f, FollowUpQueued):
             edges.add((f.job_id, f.next_id))
@@ -443,7 +473,7 @@ def _settle_cause(link: Link, r: _Reading) -> None:
 
 def _settle_chain(links: list[Link]) -> None:
     """A successor cancelled because the link before it succeeded was never needed: not a failure."""
-    for prev, link in zip(links, links[1:]):
+    for prev, link in pairwise(links):
         if link.previous is None and link.job_id == prev.followup:
             link.previous = prev.job_id
         if link.previous == prev.job_id and prev.source == FROM_FILES and link.previous_state in ENDED_STATES:
@@ -480,7 +510,7 @@ def _as_its_successor_read_it(prev: Link, link: Link) -> None:
 def _rows(links: list[Link], rows_total: Optional[int]) -> None:
     """Which link wrote which rows: each resumed link says how many were done before it."""
     marked = [ln for ln in links if ln.rows_done_before is not None]
-    for link, nxt in zip(marked, marked[1:]):
+    for link, nxt in pairwise(marked):
         assert link.rows_done_before is not None and nxt.rows_done_before is not None
         link.rows_written = max(0, nxt.rows_done_before - link.rows_done_before)
     if marked and rows_total is not None:

@@ -100,7 +100,7 @@ def base_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not a Ray dashboard URL (http://HOST:PORT): {url!r}")
     try:
-        parts.port
+        _ = parts.port      # urlsplit checks the port only when it is read
     except ValueError:
         raise ValueError(f"not a Ray dashboard URL (a bad port): {url!r}") from None
     return text.rstrip("/")
@@ -281,6 +281,6 @@ def summary(state: RayState) -> list[str]:
 def to_json(state: RayState) -> dict[str, Any]:
     """The facts as plain JSON (the report's `ray` key)."""
     out = asdict(state)
-    for node, fact in zip(out["nodes"], state.nodes):
+    for node, fact in zip(out["nodes"], state.nodes, strict=True):
         node["alive"] = fact.alive
     return out

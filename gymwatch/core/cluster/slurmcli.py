@@ -250,7 +250,7 @@ def parse_squeue(text: str, fields_: Sequence[str] = SQUEUE_HEADER) -> list[Slur
     out = []
     for line in lines:
         values = line.split("|", len(fields_) - 1)
-        row = dict(zip(fields_, values))
+        row = dict(zip(fields_, values, strict=False))    # a short line: its missing fields read as unset
         if not row.get("JOBID", "").strip():
             continue
         out.append(_squeue_job(row))
@@ -286,7 +286,7 @@ def parse_scontrol(text: str) -> list[SlurmJob]:
         pairs = _key_values(line)
         if "JobId" not in pairs:
             continue
-        get = lambda key: slurmtime.clean(pairs.get(key, ""))  # noqa: E731
+        get = _field_reader(pairs)
         code, signal = _exit_code(get("ExitCode"))
         limit = pairs.get("TimeLimit", "")
         out.append(SlurmJob(
@@ -299,6 +299,11 @@ def parse_scontrol(text: str) -> list[SlurmJob]:
     return out
 
 
+def _field_reader(fields: Mapping[str, str]) -> Callable[[str], str]:
+    """A record's fields by name, Slurm's not-set spellings read as ""."""
+    return lambda key: slurmtime.clean(fields.get(key, ""))
+
+
 def parse_sacct(text: str) -> list[SlurmJob]:
     """`sacct -P` output with its header line; a job's steps (`17.batch`, `17.0`) are left out."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -307,11 +312,11 @@ def parse_sacct(text: str) -> list[SlurmJob]:
     header = [h.strip() for h in lines[0].split("|")]
     out = []
     for line in lines[1:]:
-        row = dict(zip(header, line.split("|")))
+        row = dict(zip(header, line.split("|"), strict=False))    # a short line: its missing fields read as unset
         job_id = row.get("JobID", "").strip()
         if not job_id or "." in job_id:
             continue
-        get = lambda key: slurmtime.clean(row.get(key, ""))  # noqa: E731
+        get = _field_reader(row)
         code, signal = _exit_code(get("ExitCode"))
         elapsed = get("ElapsedRaw")
         limit = row.get("Timelimit", "")

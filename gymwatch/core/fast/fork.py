@@ -20,10 +20,10 @@ from typing import BinaryIO, Callable, Optional, TextIO, Union
 
 import msgspec
 
-from . import enabled
 from ..procs import usable_cpus
 from ..rowfacts import BadLine, Row, RowFacts
 from ..tail import Tailer
+from . import enabled
 
 
 def forkable() -> bool:

@@ -26,7 +26,15 @@ from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from ..neverran import TOKEN_KEYS, never_ran
 from ..rowfacts import (
-    AGENT_REF_KEY, ATTEMPT_KEY, FAILURE_CLASS_KEY, MASK_KEY, PERF_KEY, ROLLOUT_KEY, TASK_KEY, RowFacts, seconds,
+    AGENT_REF_KEY,
+    ATTEMPT_KEY,
+    FAILURE_CLASS_KEY,
+    MASK_KEY,
+    PERF_KEY,
+    ROLLOUT_KEY,
+    TASK_KEY,
+    RowFacts,
+    seconds,
 )
 
 _MAX_DIGITS = 4300        # jiter (the reference parser, like int()) refuses an integer of more digits

@@ -22,8 +22,19 @@ from ..cluster.files import JobFile
 from ..cluster.job import fold, job_ids_in
 from ..cluster.jobscript import JobScript
 from ..cluster.model import (
-    FROM_SLURM, P_ENDED, P_QUEUED, P_RUNNING, SV_DIED, SV_ENDED, SV_HEALTHY, SV_NEVER_HEALTHY, SV_NOT_STARTED,
-    SV_STARTING, Job, Link, ServiceStep,
+    FROM_SLURM,
+    P_ENDED,
+    P_QUEUED,
+    P_RUNNING,
+    SV_DIED,
+    SV_ENDED,
+    SV_HEALTHY,
+    SV_NEVER_HEALTHY,
+    SV_NOT_STARTED,
+    SV_STARTING,
+    Job,
+    Link,
+    ServiceStep,
 )
 from ..cluster.record import Benchmark
 from ..cluster.slurmcli import SlurmPoll

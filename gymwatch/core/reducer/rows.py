@@ -8,7 +8,16 @@ from typing import Optional
 
 from .. import attempts, health
 from ..model import (
-    SRC_FAILURE_ROW, SRC_ROW, T_COMPLETED, T_FAILED, T_NEVER_RAN, Attempt, Evidence, GymScore, Trial, TrialKey,
+    SRC_FAILURE_ROW,
+    SRC_ROW,
+    T_COMPLETED,
+    T_FAILED,
+    T_NEVER_RAN,
+    Attempt,
+    Evidence,
+    GymScore,
+    Trial,
+    TrialKey,
 )
 from ..records import BadLine, Row, RowFacts
 from .writer import Part

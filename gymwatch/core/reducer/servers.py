@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .. import fast
-from .. import gymlines as gl
+from .. import fast, gymlines as gl
 from ..fast import scan
 from ..model import INSTALLING, PENDING, READY, Evidence, Server
 from ..servers import INSTALLED, UP_TO_DATE, ServerTracker, lock_phase, on_line, ready_by_gym_first, set_state
 from ..stamps import STAMP_START
 from ..tail import decode
 from .writer import Part, Writer, retrying
-
 
 _DONE = {(access, run): frozenset(n for n, had in (("ACCESS_LINE", access), ("RUN_ACCESS_RE", run)) if had)
          for access in (False, True) for run in (False, True)}

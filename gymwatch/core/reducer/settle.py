@@ -8,11 +8,28 @@ from collections import deque
 from dataclasses import replace
 from typing import Optional
 
-from .. import gymlines as gl
-from .. import pace
+from .. import gymlines as gl, pace
 from ..model import (
-    EXITED, FAILED, K_RESOURCES, K_SERVICE, K_UNKNOWN, READY, STALL_ENDED, STALL_RECOVERED, T_MISSING, T_PENDING,
-    Arrivals, Evidence, RunState, Server, Stall, StepMark, TrialKey, collector_ended, exited_with_run, ongoing_stall,
+    EXITED,
+    FAILED,
+    K_RESOURCES,
+    K_SERVICE,
+    K_UNKNOWN,
+    READY,
+    STALL_ENDED,
+    STALL_RECOVERED,
+    T_MISSING,
+    T_PENDING,
+    Arrivals,
+    Evidence,
+    RunState,
+    Server,
+    Stall,
+    StepMark,
+    TrialKey,
+    collector_ended,
+    exited_with_run,
+    ongoing_stall,
     parent_gave_up,
 )
 from ..servers import fail, hold, lift, set_state

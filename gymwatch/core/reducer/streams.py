@@ -8,13 +8,23 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional
 
-from .. import attempts, fast
-from .. import gymlines as gl
+from .. import attempts, fast, gymlines as gl
 from ..fast import scan
 from ..layout import BOTH, EVAL, VALIDATE
 from ..markers import is_error_line
 from ..model import (
-    K_SERVICE, K_UNKNOWN, PENDING, INSTALLING, READY, STARTING, SRC_LINE, T_FAILED, Attempt, Evidence, HealthTotals, Server,
+    INSTALLING,
+    K_SERVICE,
+    K_UNKNOWN,
+    PENDING,
+    READY,
+    SRC_LINE,
+    STARTING,
+    T_FAILED,
+    Attempt,
+    Evidence,
+    HealthTotals,
+    Server,
 )
 from ..servers import lock_phase, same_venv, set_phase, set_state
 from ..stamps import STAMP_START
@@ -415,7 +425,7 @@ class StreamLines(Part):
 
 def _last(pattern: re.Pattern[str], text: str) -> Optional[re.Match[str]]:
     """The last match of `pattern` in `text` (a tqdm line redraws its bar many times)."""
-    m = None
+    last = None
     for m in pattern.finditer(text):
-        pass
-    return m
+        last = m
+    return last
