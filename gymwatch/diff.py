@@ -85,14 +85,6 @@ def _task_stats(trials: list[Trial]) -> dict[str, Any]:
     return out
 
 
-def _by_task(state: RunState) -> dict[int, list[Trial]]:
-    """One walk over the trials (not one per task: quadratic on big runs)."""
-    out: dict[int, list[Trial]] = {}
-    for (task, _), t in state.trials.items():
-        out.setdefault(task, []).append(t)
-    return out
-
-
 def _time_to_ready(state: RunState, name: str) -> Optional[float]:
     from .report import time_to_ready
 
@@ -105,21 +97,20 @@ def compare(a: RunState, b: RunState, paths: Optional[tuple[str, str]] = None) -
     comparison report beside them."""
     from . import diffstats, gymcompare
 
-    keys = sorted(set(a.trials) | set(b.trials))
-    trials = []
-    for k in keys:
-        ta, tb = a.trials.get(k), b.trials.get(k)
-        what = change(ta, tb)
-        if what:
-            trials.append({
-                "task_index": k[0], "rollout_index": k[1],
-                "a_status": ta.status if ta else None, "b_status": tb.status if tb else None,
-                "a_reward": ta.reward if ta else None, "b_reward": tb.reward if tb else None,
-                "change": what})
-    by_task_a, by_task_b = _by_task(a), _by_task(b)
-    tasks = [{"task_index": task, "a": _task_stats(by_task_a.get(task, [])), "b": _task_stats(by_task_b.get(task, []))}
-             for task in sorted(by_task_a.keys() | by_task_b.keys())]
-    stats, per_task = diffstats.paired_stats(a, b)
+    joined = diffstats.join(a, b)
+    trials, tasks = [], []
+    for task, pairs in joined:
+        for rollout, ta, tb in pairs:
+            what = change(ta, tb)
+            if what:
+                trials.append({
+                    "task_index": task, "rollout_index": rollout,
+                    "a_status": ta.status if ta else None, "b_status": tb.status if tb else None,
+                    "a_reward": ta.reward if ta else None, "b_reward": tb.reward if tb else None,
+                    "change": what})
+        tasks.append({"task_index": task, "a": _task_stats([ta for _, ta, _ in pairs if ta is not None]),
+                      "b": _task_stats([tb for _, _, tb in pairs if tb is not None])})
+    stats, per_task = diffstats.paired_stats(joined)
     for t in tasks:
         t.update(per_task.get(t["task_index"]) or diffstats.TaskPairs().json(False))
     servers = []
