@@ -21,9 +21,10 @@ Exit codes: 0 no trial got worse, 1 some did, 3 a side is unreadable (one line n
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Optional
+
+from pydantic_core import to_json
 
 from . import __version__
 from .core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, RunState, Trial, scored
@@ -286,8 +287,8 @@ def md_stats(d: dict[str, Any]) -> list[str]:
 
 
 def render(d: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(d, indent=2) + "\n"
+    if fmt == "json":     # the report's encoder (json's own is pure Python once it indents)
+        return to_json(d, indent=2, ensure_ascii=True).decode() + "\n"
     if fmt == "md":
         return to_markdown(d)
     return to_text(d)
