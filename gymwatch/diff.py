@@ -315,9 +315,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from .core import fast
+
     try:
-        a = load(args.a, not args.no_process_check)
-        b = load(args.b, not args.no_process_check)
+        with fast.bulk_load(keep=True):       # both models live until the process ends
+            a = load(args.a, not args.no_process_check)
+            b = load(args.b, not args.no_process_check)
     except Unreadable as exc:
         print(f"gymwatch: diff: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_INPUT
