@@ -334,7 +334,7 @@ class StreamLines(Part):
         if gl.COLLECT_DONE_RE.search(text):
             c.finished = True
             self.changes.run = True
-        m = _last(gl.PROGRESS_RE, text) or _last(gl.TQDM_RE, text)
+        m = _last(gl.PROGRESS_RE, text, "Finished ") or _last(gl.TQDM_RE, text, "Collecting rollouts:")
         if m:
             done = (int(m.group(1)), int(m.group(2)))
             if done[0] > (c.progress[0] if c.progress is not None else 0):
@@ -411,8 +411,11 @@ class StreamLines(Part):
 
 
 
-def _last(pattern: re.Pattern[str], text: str) -> Optional[re.Match[str]]:
-    """The last match of `pattern` in `text` (a tqdm line redraws its bar many times)."""
+def _last(pattern: re.Pattern[str], text: str, word: str) -> Optional[re.Match[str]]:
+    """The last match of `pattern` in `text` (a tqdm line redraws its bar many times), which
+    every match holds `word` in (most lines do not: no search started)."""
+    if word not in text:
+        return None
     m = None
     for m in pattern.finditer(text):
         pass
