@@ -24,9 +24,10 @@ Exit codes: 0 no trial got worse, 1 some did, 3 a side is unreadable (one line n
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Optional
+
+from pydantic_core import to_json
 
 from . import __version__
 from .core.model import T_COMPLETED, T_FAILED, T_MISSING, T_NEVER_RAN, TRIAL_STATUSES, RunState, Trial, scored
@@ -79,7 +80,7 @@ def compare_benchmarks(a: dict[str, RunState], b: dict[str, RunState], paths: tu
 
 def render_benchmarks(d: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(d, indent=2) + "\n"
+        return to_json(d, indent=2, ensure_ascii=True).decode() + "\n"
     out = []
     for one in d["benchmarks"]:
         name = clean(one["benchmark"])
@@ -125,14 +126,6 @@ def _task_stats(trials: list[Trial]) -> dict[str, Any]:
     return out
 
 
-def _by_task(state: RunState) -> dict[int, list[Trial]]:
-    """One walk over the trials (not one per task: quadratic on big runs)."""
-    out: dict[int, list[Trial]] = {}
-    for (task, _), t in state.trials.items():
-        out.setdefault(task, []).append(t)
-    return out
-
-
 def _time_to_ready(state: RunState, name: str) -> Optional[float]:
     from .report import time_to_ready
 
@@ -145,21 +138,20 @@ def compare(a: RunState, b: RunState, paths: Optional[tuple[str, str]] = None) -
     comparison report beside them."""
     from . import diffstats, gymcompare
 
-    keys = sorted(set(a.trials) | set(b.trials))
-    trials = []
-    for k in keys:
-        ta, tb = a.trials.get(k), b.trials.get(k)
-        what = change(ta, tb)
-        if what:
-            trials.append({
-                "task_index": k[0], "rollout_index": k[1],
-                "a_status": ta.status if ta else None, "b_status": tb.status if tb else None,
-                "a_reward": ta.reward if ta else None, "b_reward": tb.reward if tb else None,
-                "change": what})
-    by_task_a, by_task_b = _by_task(a), _by_task(b)
-    tasks = [{"task_index": task, "a": _task_stats(by_task_a.get(task, [])), "b": _task_stats(by_task_b.get(task, []))}
-             for task in sorted(by_task_a.keys() | by_task_b.keys())]
-    stats, per_task = diffstats.paired_stats(a, b)
+    joined = diffstats.join(a, b)
+    trials, tasks = [], []
+    for task, pairs in joined:
+        for rollout, ta, tb in pairs:
+            what = change(ta, tb)
+            if what:
+                trials.append({
+                    "task_index": task, "rollout_index": rollout,
+                    "a_status": ta.status if ta else None, "b_status": tb.status if tb else None,
+                    "a_reward": ta.reward if ta else None, "b_reward": tb.reward if tb else None,
+                    "change": what})
+        tasks.append({"task_index": task, "a": _task_stats([ta for _, ta, _ in pairs if ta is not None]),
+                      "b": _task_stats([tb for _, _, tb in pairs if tb is not None])})
+    stats, per_task = diffstats.paired_stats(joined)
     for t in tasks:
         t.update(per_task.get(t["task_index"]) or diffstats.TaskPairs().json(False))
     servers = []
@@ -335,8 +327,8 @@ def md_stats(d: dict[str, Any]) -> list[str]:
 
 
 def render(d: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(d, indent=2) + "\n"
+    if fmt == "json":     # the report's encoder (json's own is pure Python once it indents)
+        return to_json(d, indent=2, ensure_ascii=True).decode() + "\n"
     if fmt == "md":
         return to_markdown(d)
     return to_text(d)
@@ -366,13 +358,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from .core import fast
+
     if args.no_slurm:
         from .core.slurmfeed import files_alone
 
         files_alone()
     try:
-        a = load_side(args.a, not args.no_process_check)
-        b = load_side(args.b, not args.no_process_check)
+        with fast.bulk_load(keep=True):       # both models live until the process ends
+            a = load_side(args.a, not args.no_process_check)
+            b = load_side(args.b, not args.no_process_check)
         if isinstance(a, dict) != isinstance(b, dict):
             many, path = (a, args.a) if isinstance(a, dict) else (b, args.b)
             raise Unreadable(f"{path}: a submission of {len(many)} benchmarks ({', '.join(many)}), compared with "

@@ -96,23 +96,46 @@ class Pairing:
         return t
 
 
-def pair(a: RunState, b: RunState) -> Pairing:
+# Every trial key of either run, by task: (task, [(rollout, trial in A, trial in B)]), a trial None
+# where that run does not have it; tasks and rollouts in order.
+Joined = list[tuple[int, list[tuple[int, Optional[Trial], Optional[Trial]]]]]
+
+
+def join(a: RunState, b: RunState) -> Joined:
+    """The two runs' trials side by side. Each run's trials are walked in the order they were made
+    (its dict's), not looked up key by key in sorted order: trials made in completion order lie
+    scattered over the heap in key order, and a sorted walk waits on memory at every trial."""
+    by_task: dict[int, tuple[dict[int, Trial], dict[int, Trial]]] = {}
+    for side, state in enumerate((a, b)):
+        for (task, rollout), t in state.trials.items():
+            sides = by_task.get(task)
+            if sides is None:
+                sides = by_task[task] = ({}, {})
+            sides[side][rollout] = t
+    out: Joined = []
+    for task in sorted(by_task):
+        in_a, in_b = by_task[task]
+        out.append((task, [(r, in_a.get(r), in_b.get(r)) for r in sorted(in_a.keys() | in_b.keys())]))
+    return out
+
+
+def pair(joined: Joined) -> Pairing:
     out = Pairing()
-    for key in sorted(set(a.trials) | set(b.trials)):
-        ta, tb = a.trials.get(key), b.trials.get(key)
-        ra, rb = scored(ta), scored(tb)
-        if ra is not None and rb is not None:
-            out.task(key[0]).add(ra, rb)
-            out.only_a += ra == 1.0 and rb == 0.0
-            out.only_b += ra == 0.0 and rb == 1.0
-        elif ra is not None:
-            out.task(key[0]).a_only += 1
-            _count(out.a_only, tb)
-        elif rb is not None:
-            out.task(key[0]).b_only += 1
-            _count(out.b_only, ta)
-        else:
-            out.neither += 1
+    for task, trials in joined:
+        for _, ta, tb in trials:
+            ra, rb = scored(ta), scored(tb)
+            if ra is not None and rb is not None:
+                out.task(task).add(ra, rb)
+                out.only_a += ra == 1.0 and rb == 0.0
+                out.only_b += ra == 0.0 and rb == 1.0
+            elif ra is not None:
+                out.task(task).a_only += 1
+                _count(out.a_only, tb)
+            elif rb is not None:
+                out.task(task).b_only += 1
+                _count(out.b_only, ta)
+            else:
+                out.neither += 1
     return out
 
 
@@ -121,9 +144,10 @@ def _count(by_status: dict[str, int], other: Optional[Trial]) -> None:
     by_status[status] = by_status.get(status, 0) + 1
 
 
-def paired_stats(a: RunState, b: RunState) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
-    """The run's figures (the JSON `stats`) and each task's (merged into the JSON `tasks[]`)."""
-    p = pair(a, b)
+def paired_stats(joined: Joined) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """The run's figures (the JSON `stats`) and each task's (merged into the JSON `tasks[]`), from
+    `join()`'s trials."""
+    p = pair(joined)
     paired = [t for t in p.tasks.values() if t.paired]
     n = sum(t.paired for t in paired)
     binary = bool(paired) and all(t.binary for t in paired)

@@ -100,6 +100,20 @@ def test_text_and_markdown(capsys, fmt, needle):
     assert needle in out and "some_never_ran" in out
 
 
+def test_json_is_the_comparison_whole_in_ascii(tmp_path, capsys):
+    """The JSON holds every value compare() made (read back equal) and escapes what is not ASCII,
+    as json.dumps did (a run's path, its servers' names and lines may hold any text)."""
+    a = tmp_path / "rün-ä"
+    shutil.copytree(CASES / "mixed_ok", a)
+    code, d = diff_json(capsys, a, CASES / "some_never_ran")
+    want = compare(*(read_run(str(p), check_processes=False).state for p in (a, CASES / "some_never_ran")),
+                   (str(a), str(CASES / "some_never_ran")))
+    assert d == json.loads(json.dumps(want)) and d["a"]["path"] == str(a)
+    main(["diff", str(a), str(CASES / "some_never_ran"), "--format", "json", "--no-process-check"])
+    out = capsys.readouterr().out
+    assert out.isascii() and "r\\u00fcn-\\u00e4" in out
+
+
 def test_an_unreadable_side_is_one_line_naming_it(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     for a, b, bad in ((tmp_path / "nope", CASES / "mixed_ok", tmp_path / "nope"),

@@ -48,6 +48,15 @@ class Gated:
                 return self.regex.match(text)
         return None
 
+    def last(self, text: str) -> Optional[re.Match[str]]:
+        """The last match in `text` (a progress bar redrawn many times on one line)."""
+        if not (self.starts and text.startswith(self.starts)) and not any(w in text for w in self.words):
+            return None
+        last = None
+        for m in self.regex.finditer(text):
+            last = m
+        return last
+
 
 class Lines:
     """The registry of one source's lines: every pattern (and literal) its line path acts on,
@@ -187,8 +196,8 @@ COLLECTOR.words("TRACEBACK", TRACEBACK)
 
 # --- the collector (gym eval run) ---------------------------------------------
 COLLECT_DONE_RE = COLLECTOR.pattern("COLLECT_DONE_RE", r"Finished rollout collection!", ("Finished rollout collection!",))
-PROGRESS_RE = COLLECTOR.pattern("PROGRESS_RE", r"Finished (\d+) / (\d+) rollouts", ("Finished ",))
-TQDM_RE = COLLECTOR.pattern("TQDM_RE", r"Collecting rollouts:\s*\d+%\|[^|]*\|\s*(\d+)/(\d+)", ("Collecting rollouts:",))
+PROGRESS_RE = COLLECTOR.gated("PROGRESS_RE", r"Finished (\d+) / (\d+) rollouts", ("Finished ",))
+TQDM_RE = COLLECTOR.gated("TQDM_RE", r"Collecting rollouts:\s*\d+%\|[^|]*\|\s*(\d+)/(\d+)", ("Collecting rollouts:",))
 # Progress bars are never a collector's last line.
 NOT_LAST_LINES = COLLECTOR.words("NOT_LAST_LINES", "Collecting rollouts:", "Reading rows:")
 EXAMPLES_LEFT = COLLECTOR.words("EXAMPLES_LEFT", "Examples left:")       # the line after it is read by itself

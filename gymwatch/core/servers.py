@@ -94,7 +94,10 @@ def step_of(state: str, phase: str) -> str:
         return S_LOCK      # (pending: Gym's unprefixed lock line named its venv, no line of its own yet)
     if state == INSTALLING:
         return S_VENV if phase == CREATING_VENV else S_INSTALL
-    return {STARTING: S_START, READY: S_READY, FAILED: S_FAILED, EXITED: S_STOPPED}.get(state, "")
+    return _STEP_OF_STATE.get(state, "")
+
+
+_STEP_OF_STATE = {STARTING: S_START, READY: S_READY, FAILED: S_FAILED, EXITED: S_STOPPED}
 
 
 def _restart(server: Server, tracker: ServerTracker) -> None:

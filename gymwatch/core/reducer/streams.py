@@ -346,7 +346,7 @@ class StreamLines(Part):
         if gl.COLLECT_DONE_RE.search(text):
             c.finished = True
             self.changes.run = True
-        m = _last(gl.PROGRESS_RE, text) or _last(gl.TQDM_RE, text)
+        m = gl.PROGRESS_RE.last(text) or gl.TQDM_RE.last(text)
         if m:
             done = (int(m.group(1)), int(m.group(2)))
             if done[0] > (c.progress[0] if c.progress is not None else 0):
@@ -419,13 +419,3 @@ class StreamLines(Part):
             self.w.sign("route_failures", ev)
         elif text.startswith(gl.TASK_LATENCY):
             self.w.sign("task_latency", ev)
-
-
-
-
-def _last(pattern: re.Pattern[str], text: str) -> Optional[re.Match[str]]:
-    """The last match of `pattern` in `text` (a tqdm line redraws its bar many times)."""
-    last = None
-    for m in pattern.finditer(text):
-        last = m
-    return last
