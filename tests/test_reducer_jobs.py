@@ -41,6 +41,11 @@ from submissions import final_poll, grown, run_dir, squeue_at
 
 
 def reduce(sub_dir: Path, *answers: SlurmPoll, asked_at: datetime | None = None) -> RunState:
+    """`reducer()`'s state."""
+    return reducer(sub_dir, *answers, asked_at=asked_at).state
+
+
+def reducer(sub_dir: Path, *answers: SlurmPoll, asked_at: datetime | None = None) -> Reducer:
     """The benchmark named (a job dir), else the first, of the submission at `sub_dir` read through the Reducer front: its
     job's files line by line (finding the chain's links as they are named), the last link's driver
     log as Gym's captured output, its rows, then Slurm's answers."""
@@ -73,7 +78,7 @@ def reduce(sub_dir: Path, *answers: SlurmPoll, asked_at: datetime | None = None)
     for poll in answers:
         r.slurm_answer(poll, asked_at)
     r.settle()
-    return r.state
+    return r
 
 
 def services(state: RunState) -> dict[str, tuple[str, str]]:

@@ -10,6 +10,7 @@ from typing import Callable, Optional
 from .cluster.record import Submission
 from .cluster.slurmcli import POLL_INTERVAL
 from .joblayout import job_layout
+from .rayfeed import INTERVAL as RAY_INTERVAL, RayFeed
 from .reducer import Changes
 from .session import RunSession, read_now
 from .slurmfeed import SlurmFeed, slurm_wanted
@@ -17,14 +18,18 @@ from .slurmfeed import SlurmFeed, slurm_wanted
 
 class SubmissionSession:
     def __init__(self, sub: Submission, clock: Optional[Callable[[], float]] = None, slurm: Optional[bool] = None,
-                 interval: Optional[float] = POLL_INTERVAL, feed: Optional[SlurmFeed] = None, **kw):
+                 interval: Optional[float] = POLL_INTERVAL, feed: Optional[SlurmFeed] = None,
+                 ray: Optional[str] = None, **kw):
         """`slurm`: ask Slurm (None: unless GYMWATCH_NO_SLURM says not to); `interval`: seconds
-        between calls (None: once, a report); `feed`: who asks (tests give one with a fake runner)."""
+        between calls (None: once, a report); `feed`: who asks (tests give one with a fake runner);
+        `ray`: the Ray dashboard's URL, asked once per poll for every benchmark."""
         self.sub = sub
         asks = slurm if slurm is not None else slurm_wanted()
         self.feed = feed if feed is not None else (SlurmFeed(sub, interval=interval) if asks else None)
+        self.ray = RayFeed(ray, interval=None if interval is None else RAY_INTERVAL) if ray else None
         self.sessions: dict[str, RunSession] = {
-            b.name: RunSession(job_layout(sub, b), clock=clock, slurm=self.feed, **kw) for b in sub.benchmarks}
+            b.name: RunSession(job_layout(sub, b), clock=clock, slurm=self.feed, ray=self.ray, **kw)
+            for b in sub.benchmarks}
 
     def poll(self, final: bool = False, budget: Optional[float] = None) -> dict[str, Changes]:
         """Every benchmark's session polled, after one call to Slurm for all of them (when due)."""
@@ -46,8 +51,10 @@ class SubmissionSession:
             read_now(s)
 
 
-def read_submission(sub: Submission, helpers: bool = False, slurm: Optional[bool] = None) -> SubmissionSession:
-    """Every benchmark of `sub` read as it is now, Slurm asked once (the headless report's path)."""
-    ss = SubmissionSession(sub, slurm=slurm, interval=None, helpers=helpers)
+def read_submission(sub: Submission, helpers: bool = False, slurm: Optional[bool] = None,
+                    ray: Optional[str] = None) -> SubmissionSession:
+    """Every benchmark of `sub` read as it is now, Slurm (and Ray's dashboard at `ray`) asked once
+    (the headless report's path)."""
+    ss = SubmissionSession(sub, slurm=slurm, interval=None, helpers=helpers, ray=ray)
     ss.read_now()
     return ss

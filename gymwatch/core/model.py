@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 from msgspec import Struct
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .cluster.model import Conclusion, Job
+    from .cluster.ray import RayState
 
 # Server states, in the order a healthy server passes through them.
 PENDING, INSTALLING, STARTING, READY, EXITED, FAILED = (
@@ -140,6 +143,7 @@ class Server:
     # 0.7): what the server it called answered (core/upstream.py)
     answers: list[Evidence] = field(default_factory=list)
     steps: list[StepMark] = field(default_factory=list)    # each startup step entered, in order (its timeline)
+    ray: str = ""                                          # what Ray says against it (its node dead, its actor)
 
     @property
     def became_ready(self) -> bool:
@@ -500,6 +504,9 @@ class RunState:
     # (core/cluster/job.py), and the job in one phase and line (core/cluster/conclusion.py)
     job: Optional["Job"] = None
     job_conclusion: Optional["Conclusion"] = None
+    # the Ray cluster under the run (`--ray URL`: core/rayfeed.py), as its dashboard last answered
+    ray: Optional["RayState"] = None
+    ray_asked_at: Optional["datetime"] = None
 
 
 # --- predicates over the state: what settle (core/reducer/settle.py) and the verdict (core/verdict.py) both

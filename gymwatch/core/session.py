@@ -24,6 +24,7 @@ from .tail import Tailer, read_head, read_head_stat
 
 if TYPE_CHECKING:      # (a submitted run's pieces are imported when one is read)
     from .cluster.files import JobFile
+    from .rayfeed import RayAnswer, RayFeed
     from .slurmfeed import Answer, SlurmFeed
 
 PROCESS_CHECK_EVERY = 2.0   # seconds between psutil sweeps on a live run
@@ -41,15 +42,20 @@ HEALTH_SETTLE = 5.0         # seconds an unparsable quality_summary.json must st
 class RunSession:
     def __init__(self, layout: RunLayout, clock: Optional[Callable[[], float]] = None,
                  check_processes: bool = True, timed: bool = False, helpers: bool = False,
-                 plan: ReadingPlan = FULL, listed: Optional[Listings] = None, slurm: Optional["SlurmFeed"] = None):
+                 plan: ReadingPlan = FULL, listed: Optional[Listings] = None, slurm: Optional["SlurmFeed"] = None,
+                 ray: Optional["RayFeed"] = None):
         """`plan`: what is read, and how (core/plan.py). `listed`: listings of the run just taken,
         for a one-shot read of it (the runs browser's summary): its files' sizes and times as they
         say, the same the summary's cache key was made from. `slurm`: for a submitted run (layout
         kind `slurm_job`), who asks Slurm about its jobs (core/slurmfeed.py; None: never asked,
-        its jobs' states are inferred from their files). Its job stands in for the process check."""
+        its jobs' states are inferred from their files). Its job stands in for the process check.
+        `ray`: for a run whose services span nodes (`--ray URL`), who asks Ray's dashboard
+        (core/rayfeed.py)."""
         self.layout = layout
         self.slurm = slurm
         self._answer: Optional["Answer"] = None         # Slurm's latest answer, applied
+        self.ray = ray
+        self._ray_answer: Optional["RayAnswer"] = None  # the dashboard's latest answer, applied
         self.plan = plan
         self.listed = listed
         self.helpers = helpers              # may fork helpers (core/fast/fork.py): a process doing nothing else
@@ -72,6 +78,9 @@ class RunSession:
             self.reducer.job_known(job.bench, job.script, job.files, job.refused_at)
             if self._answer is not None:        # (a run read afresh keeps what Slurm said)
                 self.reducer.slurm_answer(self._answer.poll, self._answer.asked_at)
+        if self._ray_answer is not None:        # (and what Ray said)
+            a = self._ray_answer
+            self.reducer.ray_answer(a.state, a.asked_at, a.names)
         self._read_names()
         self.tailers: dict[Path, Reader] = {}
         self._rels: dict[Path, str] = {}     # evidence names of the tailed files
@@ -87,12 +96,12 @@ class RunSession:
 
     @classmethod
     def open(cls, path: str, logs: Optional[str] = None, wait: bool = False, slurm: Optional[bool] = None,
-             **kw) -> "RunSession":
+             ray: Optional[str] = None, **kw) -> "RunSession":
         """A session of the run at `path` (core/target.py: a submission's one benchmark too;
         target.IsSubmission for several). `wait`: a directory that is not a run yet is watched
         until it is one (its layout's kind is `waiting`, and says why). `slurm`: ask Slurm about
         a submitted run's jobs (None: unless the environment says GYMWATCH_NO_SLURM); `once`
-        (True with no screen: a report) asks it once."""
+        (True with no screen: a report) asks it once, and Ray's dashboard at `ray` too."""
         from .target import run_layout
 
         layout = run_layout(path, logs, wait=wait)
@@ -103,6 +112,10 @@ class RunSession:
 
             if slurm if slurm is not None else slurm_wanted():
                 kw["slurm"] = SlurmFeed(layout.job.sub, interval=None if once else POLL_INTERVAL)
+        if ray:
+            from .rayfeed import INTERVAL, RayFeed
+
+            kw["ray"] = RayFeed(ray, interval=None if once else INTERVAL)
         return cls(layout, **kw)
 
     # --- reading -------------------------------------------------------------------
@@ -135,6 +148,7 @@ class RunSession:
             self.reducer.carry_times(old)
         self._caught_up = self._caught_up or not self.behind
         self._slurm()
+        self._ray()
         self._processes()
         self._file_activity()
         self.reducer.read_progress(bool(self.behind), self._now())
@@ -266,6 +280,15 @@ class RunSession:
         if answer is not None and (self._answer is None or answer.number > self._answer.number):
             self._answer = answer
             self.reducer.slurm_answer(answer.poll, answer.asked_at)
+
+    def _ray(self) -> None:
+        """A run with `--ray`: the dashboard's answer, when there is a newer one."""
+        if self.ray is None:
+            return
+        answer = self.ray.answer()
+        if answer is not None and (self._ray_answer is None or answer.number > self._ray_answer.number):
+            self._ray_answer = answer
+            self.reducer.ray_answer(answer.state, answer.asked_at, answer.names)
 
     def _read(self, path: Optional[Path], final: bool, feed, offset_key: str = "", blocks: bool = False,
               stop: Optional[int] = None) -> bool:
@@ -566,11 +589,11 @@ def _count_lines(path: Path, upto: int) -> int:
 
 
 def read_run(path: str, logs: Optional[str] = None, check_processes: bool = True,
-             helpers: bool = True) -> RunSession:
+             helpers: bool = True, ray: Optional[str] = None) -> RunSession:
     """Open a run and read everything there is now (the headless report's path, and diff's).
     `helpers`: forked children may read part of a big run meanwhile (core/fast/fork.py; never
-    from a process with other threads, which it checks)."""
-    session = RunSession.open(path, logs, check_processes=check_processes, helpers=helpers, once=True)
+    from a process with other threads, which it checks). `ray`: the Ray dashboard's URL, asked once."""
+    session = RunSession.open(path, logs, check_processes=check_processes, helpers=helpers, once=True, ray=ray)
     read_now(session)
     return session
 

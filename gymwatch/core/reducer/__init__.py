@@ -8,6 +8,7 @@ the part of this package that owns its source:
   rows.py      rollouts, failures sidecar, materialized inputs, Gym's health files
   facts.py     configs, notes, processes, file activity, head-server probes
   jobs.py      a submitted run's Slurm job: its own files' lines and Slurm's answers
+  raycluster.py  the Ray cluster under the run (`--ray`): its dashboard's answers, the servers they mark
   settle.py    what the whole state means, after every poll
   writer.py    the state, `Changes`, and the writes those parts share
 
@@ -32,9 +33,11 @@ from .writer import Changes, Writer
 if TYPE_CHECKING:      # (a submitted run's part, and what it reads, are imported when one is read)
     from ..cluster.files import JobFile
     from ..cluster.jobscript import JobScript
+    from ..cluster.ray import RayState
     from ..cluster.record import Benchmark
     from ..cluster.slurmcli import SlurmPoll
     from .jobs import JobLines
+    from .raycluster import RayCluster
 
 __all__ = ["Changes", "Reducer"]
 
@@ -47,6 +50,7 @@ class Reducer:
         self._rows = Rows(self.w)
         self._facts = Facts(self.w)
         self._jobs: Optional["JobLines"] = None      # a submitted run's job (job_known() makes it)
+        self._ray: Optional["RayCluster"] = None     # the Ray cluster under it (ray_answer() makes it)
         self._settle = Settle(self.w)
 
     @property
@@ -196,6 +200,17 @@ class Reducer:
             self._jobs = JobLines(self.w)
         return self._jobs
 
+    # --- the Ray cluster under the run (`--ray`) -----------------------------------------------
+    def ray_answer(self, ray: "RayState", asked_at: Optional[datetime] = None,
+                   names: Optional[dict[str, list[str]]] = None) -> None:
+        """What the Ray dashboard said (`asked_at`: when, local time; `names`: per node IP, the
+        hostnames it resolves to), applied to the servers at the next settle."""
+        if self._ray is None:
+            from .raycluster import RayCluster
+
+            self._ray = RayCluster(self.w)
+        self._ray.answer(ray, asked_at, names)
+
     # --- what the session learns beside the files' lines -----------------------------------
     def run_info(self, info: RunInfo) -> None:
         self._facts.run_info(info)
@@ -235,9 +250,13 @@ class Reducer:
 
     # --- what the whole state means ---------------------------------------------------------
     def settle(self, now: Optional[float] = None) -> None:
+        if self._ray is not None:      # Ray's word taken back first, drawn again last
+            self._ray.unmark()
         if self._jobs is not None:
             self._jobs.settle(now)
         self._settle.settle(now)
+        if self._ray is not None:
+            self._ray.mark(now)
 
     def carry_times(self, old: RunState) -> None:
         self._settle.carry_times(old)
