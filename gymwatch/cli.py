@@ -45,17 +45,17 @@ def _report(args: argparse.Namespace) -> int:
     _no_slurm(args)
     try:
         with fast.bulk_load(keep=True):       # the model lives until the process ends
-            session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True)
+            session = read_run(args.path, args.logs, check_processes=not args.no_process_check, helpers=True,
+                               ray=args.ray)
     except IsSubmission as exc:
         return _report_submission(args, exc.submission)
-    ray = _read_ray(args.ray) if getattr(args, "ray", None) else None
+    _ray_error(session.state)
     written, said = _retry_input(session, args.retry_input) if args.retry_input else (None, "")
     if args.format in ("json", "junit"):
         v = verdict(session.state)
         code = v.exit_code
         if args.format == "json":
-            write_json(session.state, v, sys.stdout, written.to_json() if written else None,
-                       {"ray": _ray_json(ray)} if ray else None)
+            write_json(session.state, v, sys.stdout, written.to_json() if written else None)
         else:
             from .junit import iter_junit
 
@@ -64,8 +64,6 @@ def _report(args: argparse.Namespace) -> int:
     else:
         text, code = render(session.state, args.format)
         sys.stdout.write(text)
-        if ray is not None:
-            sys.stdout.write(_ray_text(ray, args.format))
     if said:
         print(said, file=sys.stdout if args.format in ("text", "md") and written else sys.stderr)
     for line in unreadable_lines(session.state):
@@ -87,9 +85,9 @@ def _report_submission(args: argparse.Namespace, sub) -> int:
         raise UsageError(f"{args.path} is a submission of {len(sub.benchmarks)} benchmarks: --retry-input "
                          f"takes one benchmark's job dir (e.g. {Path(str(sub.root or args.path)) / sub.benchmarks[0].name})")
     with fast.bulk_load(keep=True):
-        ss = read_submission(sub, helpers=True)
+        ss = read_submission(sub, helpers=True, ray=args.ray)
     benchmarks = [(name, s.state, verdict(s.state)) for name, s in ss.sessions.items()]
-    ray = _read_ray(args.ray) if getattr(args, "ray", None) else None
+    _ray_error(benchmarks[0][1])
     if args.format == "json":
         from .report import whole
 
@@ -107,8 +105,6 @@ def _report_submission(args: argparse.Namespace, sub) -> int:
     else:
         text, code = render_submission(sub, benchmarks, args.format)
         sys.stdout.write(text)
-        if ray is not None:
-            sys.stdout.write(_ray_text(ray, args.format))
     for name, state, _ in benchmarks:
         for line in unreadable_lines(state):
             print(f"gymwatch: {name}: {line}", file=sys.stderr)
@@ -127,30 +123,10 @@ def _ray_url(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _read_ray(url: str):
-    from .core.cluster import ray
-
-    state = ray.read(url)
-    if state.error:
-        print(f"gymwatch: {state.error}", file=sys.stderr)
-    return state
-
-
-def _ray_json(state) -> dict:
-    from .core.cluster.ray import to_json
-
-    return to_json(state)
-
-
-def _ray_text(state, fmt: str) -> str:
-    """The Ray cluster's lines after the report (in Markdown, a section of list items)."""
-    from .core.cluster.ray import summary
-    from .core.sanitize import clean
-
-    lines = [clean(line) for line in summary(state)]
-    if fmt == "md":
-        return "\n## Ray cluster\n\n" + "".join(f"- {line.strip()}\n" for line in lines)
-    return "\n" + "".join(f"{line}\n" for line in lines)
+def _ray_error(state) -> None:
+    """`--ray`: why the dashboard could not be read, on stderr too (the report says it in its Ray part)."""
+    if state.ray is not None and state.ray.error:
+        print(f"gymwatch: {state.ray.error}", file=sys.stderr)
 
 
 def _retry_input(session, file: str) -> tuple:

@@ -78,6 +78,7 @@ def server_json(state: RunState, s: Server) -> dict:
         "evidence": _ev(s.failure or s.ready_evidence or s.last_line_at),
         "ready_evidence": _ev(s.ready_evidence), "errors": [e.to_json() for e in s.errors],
         "http_ok": s.http_ok, "process": s.process, "orphaned": s.orphaned, "retrying": retrying_json(state, s.retrying),
+        "ray": s.ray or None,
     }
 
 
@@ -261,7 +262,8 @@ def _line(e: Optional[Evidence]) -> str:
     return f"{e.where()}" + (f"  {_cut(text, 160)}" if text else "")
 
 
-def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
+def to_text(state: RunState, v: Optional[Verdict] = None, ray: bool = True) -> str:
+    """`ray`: with the Ray cluster's section, when the run has one (`--ray`)."""
     v = v or verdict(state)
     out = []
     info = state.info
@@ -300,7 +302,22 @@ def to_text(state: RunState, v: Optional[Verdict] = None) -> str:
             out.append(f"  {m.file}:{m.line}  {clean(m.reason)}")
         if state.malformed_count > 10:
             out.append(f"  ... {state.malformed_count - 10} more")
+    if ray and state.ray is not None:
+        out += ["", *ray_lines(state)]
     return "\n".join(out) + "\n"
+
+
+def ray_lines(state: RunState) -> list[str]:
+    """The Ray cluster under the run (`--ray`): its nodes, the actors not alive, the placement
+    groups not created (core/cluster/ray.py), as its dashboard last answered."""
+    from .core.cluster.ray import summary
+
+    return [clean(line) for line in summary(state.ray)] if state.ray is not None else []
+
+
+def ray_markdown(state: RunState, heading: str = "##") -> list[str]:
+    lines = ray_lines(state)
+    return ["", f"{heading} Ray cluster", "", *(f"- {_md(line.strip())}" for line in lines)] if lines else []
 
 
 def _settings_line(state: RunState) -> str:
@@ -401,8 +418,10 @@ def failure_words(t: Trial) -> str:
     return f" ({words})" if words else ""
 
 
-def to_markdown(state: RunState, v: Optional[Verdict] = None, title: str = "# gymwatch report") -> str:
-    """`title`: the heading the verdict's headline follows (a submission's benchmark: `## mcqa`)."""
+def to_markdown(state: RunState, v: Optional[Verdict] = None, title: str = "# gymwatch report",
+                ray: bool = True) -> str:
+    """`title`: the heading the verdict's headline follows (a submission's benchmark: `## mcqa`);
+    `ray`: with the Ray cluster's section, when the run has one."""
     v = v or verdict(state)
     md = [f"{title}: {HEADLINES.get(v.name, v.name)}", "", f"**{_md(v.reason)}**", ""]
     if v.evidence:
@@ -446,6 +465,8 @@ def to_markdown(state: RunState, v: Optional[Verdict] = None, title: str = "# gy
             ev = t.evidence or attribution.trial_cause(state, t)
             md.append(f"| {t.task_index} | {t.rollout_index} | {t.status} | {'`' + ev.where() + '`' if ev else ''} |")
     md += _md_charts(state)
+    if ray:
+        md += ray_markdown(state)
     return "\n".join(md) + "\n"
 
 
@@ -507,14 +528,13 @@ def _md(text: str) -> str:
     return clean(text).replace("|", "\\|").replace("`", "'")
 
 
-def iter_json(state: RunState, v: Optional[Verdict] = None, retry_input: Optional[dict] = None,
-              extra: Optional[dict[str, Any]] = None) -> Iterator[str]:
+def iter_json(state: RunState, v: Optional[Verdict] = None, retry_input: Optional[dict] = None) -> Iterator[str]:
     """The JSON report in pieces, one trial per line: a 100k-trial run is serialised a chunk at
-    a time (pydantic-core's encoder), never held whole in memory. `extra`: keys after `trials`."""
+    a time (pydantic-core's encoder), never held whole in memory."""
     trials = sorted_trials(state)
     yield _json_head(state, v, retry_input)
     yield from _json_trials(state, trials, 0, len(trials))
-    yield json_tail(extra)
+    yield json_tail(state)
 
 
 JSON_TAIL = "\n  ]\n}\n"
@@ -537,11 +557,13 @@ def _json_trials(state: RunState, trials: list[Trial], lo: int, hi: int) -> Iter
         yield ("," if i else "") + "\n    " + ",\n    ".join(rows)
 
 
-def json_tail(extra: Optional[dict[str, Any]] = None) -> str:
-    """The JSON report's end; `extra` keys after `trials` (`report --ray`'s `ray`)."""
-    if not extra:
+def json_tail(state: RunState) -> str:
+    """The JSON report's end: the keys after `trials` (`ray`, for a run read with `--ray`)."""
+    if state.ray is None:
         return JSON_TAIL
-    text = to_json_bytes(extra, indent=2).decode()
+    from .core.cluster.ray import to_json as ray_json
+
+    text = to_json_bytes({"ray": ray_json(state.ray)}, indent=2).decode()
     return "\n  ],\n  " + text.strip()[1:-1].strip() + "\n}\n"     # its keys, indented as the report's
 
 
@@ -549,10 +571,8 @@ SPLIT_MIN = 20_000   # trials worth a second process for the JSON report (core/f
 SPLIT_SHARE = 15 / 32  # of the trials the child writes: its share costs more (it faults on their pages first)
 
 
-def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None,
-               extra: Optional[dict[str, Any]] = None) -> None:
-    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text (`extra`: keys
-    after the trials). With many trials, a process that may fork (`gymwatch report`: no threads,
+def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[dict] = None) -> None:
+    """The JSON report written to `out` (the CLI's stdout): `iter_json`'s text. With many trials, a process that may fork (`gymwatch report`: no threads,
     the model frozen) and `out` a real file, a forked child writes the back part of the trials
     while this process writes the rest (core/fast/fork.py); if it fails, its part is written here."""
     trials = sorted_trials(state)
@@ -567,7 +587,7 @@ def write_json(state: RunState, v: Verdict, out: TextIO, retry_input: Optional[d
         if child is not None and not child.pour(out):
             for piece in _json_trials(state, trials, cut, n):
                 out.write(piece)
-        out.write(json_tail(extra))
+        out.write(json_tail(state))
     finally:
         if child is not None:
             child.close()
@@ -683,7 +703,9 @@ def submission_text(sub: "Submission", benchmarks: list[Benchmark]) -> str:
     for note in sub.notes:
         out.append(f"  note: {clean(note)}")
     for bname, state, bv in benchmarks:
-        out += ["", f"=== {clean(bname)} ===", to_text(state, bv).rstrip("\n")]
+        out += ["", f"=== {clean(bname)} ===", to_text(state, bv, ray=False).rstrip("\n")]
+    ray = ray_lines(benchmarks[0][1])       # one cluster under every benchmark: said once
+    out += ["", *ray] if ray else []
     return "\n".join(out) + "\n"
 
 
@@ -696,7 +718,8 @@ def submission_markdown(sub: "Submission", benchmarks: list[Benchmark]) -> str:
     md += ["| benchmark | verdict | reason |", "|---|---|---|"]
     md += [f"| {_md(b)} | {bv.name} | {_md(bv.reason)} |" for b, _, bv in benchmarks]
     for bname, state, bv in benchmarks:
-        md += ["", to_markdown(state, bv, title=f"## {_md(bname)}").rstrip("\n")]
+        md += ["", to_markdown(state, bv, title=f"## {_md(bname)}", ray=False).rstrip("\n")]
+    md += ray_markdown(benchmarks[0][1])
     return "\n".join(md) + "\n"
 
 
