@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "alone (also GYMWATCH_NO_SLURM=1)")
     rep.add_argument("--ray", metavar="URL", type=_ray_url,
                      help="the Ray dashboard of a run whose services span nodes (e.g. http://HEAD:8265): its nodes "
-                          "(alive or dead), actors and placement groups are added to the report (text, md, json)")
+                          "(alive or dead), actors and placement groups are added to the report (text, md, json), "
+                          "and the servers on a dead node, or whose Ray actor died, are marked failed")
     rep.add_argument("--retry-input", metavar="FILE",
                      help="write the input rows of every trial a rerun can fix (failed, never ran, missing) "
                           "to FILE, a new file outside the run, for `gym eval run --input FILE`, and print "
@@ -202,8 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="for a run gymwatch launched and still running: what closing the screen does "
                           "(default: ask; other runs are never touched)")
     att.add_argument("--ray", metavar="URL", type=_ray_url,
-                     help="the Ray dashboard of a run whose services span nodes (e.g. http://HEAD:8265); "
-                          "checked, and handed to the screen, which does not show it yet")
+                     help="the Ray dashboard of a run whose services span nodes (e.g. http://HEAD:8265): asked "
+                          "every 10 s; the summary says its nodes (how many dead), and the servers on a dead "
+                          "node, or whose Ray actor died, are marked failed")
     att.set_defaults(func=_attach)
 
     for register in EXTRA_COMMANDS:

@@ -60,13 +60,13 @@ class GymwatchApp(App):
     def __init__(self, run: LiveRun | LiveSubmission | str, logs: Optional[str] = None, *,
                  change_source: Optional[ChangeSource] = None, clock: Callable[[], float] = time.time,
                  head: Optional[str] = None, tick: float = 1.0, animations: bool = True,
-                 notify: bool = True) -> None:
+                 notify: bool = True, ray: Optional[str] = None) -> None:
         """`run`: a run (its path, or a LiveRun), or a submission of several benchmarks (a
         LiveSubmission, or a path naming one: its screen comes first, each benchmark's run
-        opens over it)."""
+        opens over it). `ray`: the Ray dashboard's URL for a run named by its path (`--ray`)."""
         super().__init__()
         if isinstance(run, str):
-            run = open_live(run, logs, clock)
+            run = open_live(run, logs, clock, ray)
         self.change_source = change_source or watchfiles_source()
         self.head = head
         self.tick = tick
@@ -195,15 +195,15 @@ class GymwatchApp(App):
         await super().on_event(event)
 
 
-def open_live(path: str, logs: Optional[str] = None, clock: Callable[[], float] = time.time
-              ) -> LiveRun | LiveSubmission:
+def open_live(path: str, logs: Optional[str] = None, clock: Callable[[], float] = time.time,
+              ray: Optional[str] = None) -> LiveRun | LiveSubmission:
     """What `path` names, to watch: a run (a submission's lone or named benchmark too), or a
-    submission of several benchmarks."""
+    submission of several benchmarks. `ray`: the Ray dashboard's URL (`--ray`)."""
     if target.is_submission(path):
         got = target.resolve(path, logs)
         if isinstance(got, Submission):
-            return LiveSubmission(got, clock=clock)
-    return LiveRun(path, logs, clock=clock)
+            return LiveSubmission(got, clock=clock, ray=ray)
+    return LiveRun(path, logs, clock=clock, ray=ray)
 
 
 def run_app(args) -> int:
@@ -212,6 +212,7 @@ def run_app(args) -> int:
         target.resolve(args.path, getattr(args, "logs", None))
     source = watchfiles_source(force_polling=bool(getattr(args, "poll", False)))
     app = GymwatchApp(args.path, getattr(args, "logs", None), change_source=source,
-                      head=getattr(args, "head", None), notify=not getattr(args, "no_notify", False))
+                      head=getattr(args, "head", None), notify=not getattr(args, "no_notify", False),
+                      ray=getattr(args, "ray", None))
     app.run()
     return app.return_code or 0

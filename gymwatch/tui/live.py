@@ -59,11 +59,12 @@ class RunClock:
 class LiveRun:
     def __init__(self, path: str, logs: Optional[str] = None, clock: Callable[[], float] = time.time,
                  check_processes: Optional[bool] = None, session: Optional[RunSession] = None,
-                 lock: Optional[threading.RLock] = None, name: str = ""):
+                 lock: Optional[threading.RLock] = None, name: str = "", ray: Optional[str] = None):
         """`session`: one already open (a benchmark of a submission: the submission's session
         made it, its Slurm feed shared), read under `lock` (shared with the submission's polls);
-        `name`: what the summary calls the run (default: its root's name)."""
-        self.path, self.logs = path, logs
+        `name`: what the summary calls the run (default: its root's name); `ray`: the Ray
+        dashboard's URL (`--ray`), asked in the background."""
+        self.path, self.logs, self.ray = path, logs, ray
         self.clock = RunClock(clock)
         self._default_check = check_processes is None      # a replay has no processes to look for
         self.check_processes = not os.environ.get("GYMWATCH_NO_PROCESS_CHECK") if check_processes is None \
@@ -99,7 +100,7 @@ class LiveRun:
         it is a run: a replay or a launcher is about to fill it)."""
         self._seen_replay()
         self.session = RunSession.open(self.path, self.logs, wait=True, clock=self.clock,
-                                       check_processes=self.check_processes)
+                                       check_processes=self.check_processes, ray=self.ray)
 
     @property
     def waiting(self) -> str:

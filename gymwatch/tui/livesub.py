@@ -24,12 +24,14 @@ from .live import POLL_BUDGET, LiveRun, RunClock
 
 
 class LiveSubmission:
-    def __init__(self, sub: Submission, clock: Callable[[], float] = time.time, feed: Optional[SlurmFeed] = None):
-        """`feed`: who asks Slurm (None: the session's own, unless --no-slurm; tests give one)."""
+    def __init__(self, sub: Submission, clock: Callable[[], float] = time.time, feed: Optional[SlurmFeed] = None,
+                 ray: Optional[str] = None):
+        """`feed`: who asks Slurm (None: the session's own, unless --no-slurm; tests give one);
+        `ray`: the Ray dashboard's URL (`--ray`), asked for every benchmark at once."""
         self.sub = sub
         self.clock = RunClock(clock)
         self.lock = threading.RLock()
-        self.session = SubmissionSession(sub, clock=self.clock, feed=feed)
+        self.session = SubmissionSession(sub, clock=self.clock, feed=feed, ray=ray)
         self._runs: dict[str, LiveRun] = {}
 
     @property

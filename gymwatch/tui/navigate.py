@@ -47,6 +47,9 @@ class Navigator:
         if ev is None:
             self.notify("no evidence line for this one yet", severity="warning")
             return
+        if asked_for(ev):       # no file of the run: its line shown whole, over the screen
+            self.push_screen(LineScreen(ev.where() + (f" ({ev.note})" if ev.note else ""), ev.text))
+            return
         self.pane.show(self.live.path_of(ev.file), ev.file, ev.line)
 
     def open_server_log(self, name: str, force: bool = False) -> None:
@@ -223,6 +226,12 @@ class Navigator:
             with self.live.lock:
                 ev = t.evidence or attribution.trial_cause(state, t)
             self.open_evidence(ev)
+
+
+def asked_for(ev: Evidence) -> bool:
+    """Evidence that is no file of the run but an answer gymwatch asked for: its file is the URL
+    asked (Ray's dashboard, `--ray`)."""
+    return "://" in ev.file
 
 
 def focused_pane(screen: Screen, panes: tuple[Widget, ...]) -> Optional[Widget]:

@@ -30,7 +30,7 @@ from .footer import WholeLabels
 from .keymap import key_shown
 from .live import Changes, LiveRun
 from .logpane import LogPane
-from .navigate import Navigator, focused_pane
+from .navigate import Navigator, asked_for, focused_pane
 from .polling import HeadProbed, Poller, RunChanged, WatcherStopped
 from .retryscreen import RetryScreen
 from .summary import Summary, reason_text, summary_text
@@ -203,10 +203,13 @@ class MainScreen(Screen):
         with self.live.lock:
             v = verdict(state)
             failed = [s.name for s in state.servers.values() if s.state == FAILED]
-        if v.exit_code and v.evidence is not None:
+        if v.exit_code and v.evidence is not None and not asked_for(v.evidence):
             if failed:
                 self.board.select(failed[0])
             self.navigator.open_evidence(v.evidence)
+        elif v.exit_code and failed:    # it rests on Ray's answer: shown on `!` / enter, never over the screen at once
+            self.board.select(failed[0])
+            self.navigator.open_server_log(failed[0])
         else:
             self._select_waited_on()
             name = self.board.server_at_cursor()

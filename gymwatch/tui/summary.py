@@ -115,7 +115,22 @@ def summary_text(name: str, state: Optional[RunState], v: Optional[Verdict], ela
         odd = sum(1 for tr in state.trials.values() if disagreement(tr.status, state.health.get(tr.key)))
         if odd:
             t.append(f" ≠{odd}", style="bold yellow")
+    if state.ray is not None:       # `--ray`: the cluster under the run
+        t.gap()
+        t.append_text(ray_item(state))
     return t
+
+
+def ray_item(state: RunState) -> Text:
+    """`Ray: 3 nodes, 1 dead`, or why its dashboard could not be read."""
+    ray = state.ray
+    if ray is None:
+        return Text()
+    if ray.error:
+        return plain(f"Ray: {ray.error}", 120, "yellow")
+    n, dead = len(ray.nodes), len(ray.dead_nodes)
+    words = f"Ray: {n} node{'' if n == 1 else 's'}" + (f", {dead} dead" if dead else "")
+    return Text(words, style="bold red" if dead else "dim")
 
 
 def reason_text(state: Optional[RunState], v: Optional[Verdict], waiting: str, mode: str = "") -> Text:
