@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gymwatch.core.cluster import ray
-from gymwatch.core.cluster.ray import RayNode, RayState, base_url, node_is_dead, read, summary
+from gymwatch.core.cluster.ray import RayNode, RayState, base_url, read, summary
 
 STATE = Path(__file__).parent / "fixtures" / "ray-2.60-state"
 ENDPOINTS = {"/api/v0/nodes": "nodes", "/api/v0/actors": "actors", "/api/v0/placement_groups": "placement_groups"}
@@ -86,30 +86,11 @@ def test_a_dead_node_its_actors_and_the_placement_group_it_held():
     assert all(a.death.startswith("The actor died because its node has died.") for a in on_it)
     [pg] = state.placement_groups
     assert pg.state == "RESCHEDULING" and pg.bundle_nodes.count("") == 1
-    # for a service step: the node is dead by its Ray id; the head, alive
-    head = next(n for n in state.nodes if n.is_head)
-    assert node_is_dead(state, dead.node_id) is True and node_is_dead(state, head.node_id) is False
     text = summary(state)
     assert text[0].endswith("2 node(s), 1 dead; 3 actor(s), 1 placement group(s)")
     assert any(line.startswith(f"  node {dead.name} ({dead.node_id[:12]}) DEAD: Unexpected termination") for line in text)
     assert "  actor policy_model (ModelServer) DEAD on node " in "\n".join(text)
     assert "  placement group policy_tp RESCHEDULING: 1 of 2 bundle(s) not placed" in text
-
-
-def test_a_slurm_node_is_matched_by_name_ip_or_what_it_resolves_to():
-    state = RayState(url="u", nodes=(RayNode("aa", "10.0.0.1", "10.0.0.1", "DEAD"),
-                                      RayNode("bb", "10.0.0.2", "gpu-02.cluster", "ALIVE"),
-                                      RayNode("cc", "10.0.0.3", "10.0.0.3", "DEAD"),
-                                      RayNode("dd", "10.0.0.3", "10.0.0.3", "ALIVE")))   # came back: a new id
-    hosts = {"gpu-01": "10.0.0.1", "gpu-03": "10.0.0.3"}
-    resolve = hosts.get
-    assert node_is_dead(state, "gpu-01", resolve) is True
-    assert node_is_dead(state, "10.0.0.1", resolve) is True
-    assert node_is_dead(state, "gpu-02", resolve) is False              # its Ray name, short
-    assert node_is_dead(state, "gpu-03", resolve) is False              # alive again beside its dead entry
-    assert node_is_dead(state, "gpu-09", resolve) is None               # Ray knows no node there
-    assert node_is_dead(state, "10.0.0.10", resolve) is None            # not 10.0.0.1's prefix
-    assert node_is_dead(RayState(url="u", error="down"), "gpu-01", resolve) is None
 
 
 @pytest.mark.parametrize("given, base", [("http://head:8265", "http://head:8265"), ("head:8265/", "http://head:8265"),

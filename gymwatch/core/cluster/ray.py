@@ -8,8 +8,8 @@ says why the dashboard could not be read. The answers' format (docs/gym-formats.
 "result": [...]}}}`; `?detail=1` adds an actor's `death_cause` and a placement group's bundles.
 
 Facts: each node (id, IP, name, alive or dead and why), each actor (class, name, state, node,
-why it died), each placement group (name, state, the node of each bundle). `node_is_dead()`
-answers, for a Slurm node a service step runs on, whether Ray has lost it.
+why it died), each placement group (name, state, the node of each bundle). Which rows of a run a
+dead node or actor marks is core/cluster/raymarks.py's.
 """
 
 from __future__ import annotations
@@ -215,41 +215,6 @@ def _reason(reason: Any) -> str:
     if isinstance(reason, OSError) and reason.strerror:
         return reason.strerror
     return str(reason) or type(reason).__name__
-
-
-Resolver = Callable[[str], Optional[str]]
-
-
-def resolve_host(name: str) -> Optional[str]:
-    try:
-        return socket.gethostbyname(name)
-    except (OSError, UnicodeError):
-        return None
-
-
-def node_is_dead(state: RayState, node: str, resolve: Resolver = resolve_host) -> Optional[bool]:
-    """Whether Ray has lost `node` (a Slurm node name, an IP, or a Ray node id), for a service step
-    on it: True when every Ray node there is DEAD, False when one is alive (a node that came back
-    has a new id beside its dead one), None when Ray knows no node there (or could not be read)."""
-    if state.error or not node:
-        return None
-    here = _nodes_at(state, {node, _short(node)})
-    if not here and (ip := resolve(node)):
-        here = _nodes_at(state, {ip})
-    if not here:
-        return None
-    return not any(n.alive for n in here)
-
-
-def _nodes_at(state: RayState, keys: set[str]) -> list[RayNode]:
-    return [n for n in state.nodes if keys & {n.node_id, n.ip, n.name, _short(n.name)}]
-
-
-def _short(host: str) -> str:
-    """A host name without its domain (`gpu-01.cluster` -> gpu-01); an IP address as it is."""
-    if not host or ":" in host or host.replace(".", "").isdigit():
-        return host
-    return host.split(".")[0]
 
 
 def summary(state: RayState) -> list[str]:
