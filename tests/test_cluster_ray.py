@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gymwatch.core.cluster import ray
-from gymwatch.core.cluster.ray import RayNode, RayState, base_url, read, summary
+from gymwatch.core.cluster.ray import RayNode, base_url, read, summary
 
 STATE = Path(__file__).parent / "fixtures" / "ray-2.60-state"
 ENDPOINTS = {"/api/v0/nodes": "nodes", "/api/v0/actors": "actors", "/api/v0/placement_groups": "placement_groups"}
