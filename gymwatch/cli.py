@@ -190,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=_report)
 
     att = sub.add_parser("attach", help="open the live screen on a run (also: gymwatch PATH)")
-    att.add_argument("path", help="a run, or a submission of one benchmark (or one benchmark's job dir)")
+    att.add_argument("path", help="a run, or a submission (its dir, record or gym job id: several benchmarks open "
+                     "the submission's screen, one opens its run), or one benchmark's job dir")
     att.add_argument("--no-slurm", action="store_true",
                      help="a submission: do not ask Slurm about its jobs, read their states from their files alone")
     att.add_argument("--logs", help="per-server log dir when not <run>/logs")
