@@ -115,12 +115,9 @@ def _report_submission(args: argparse.Namespace, sub) -> int:
 
 
 def _ray_url(text: str) -> str:
-    from .core.cluster.ray import base_url
+    from .core.cluster.ray import url_option
 
-    try:
-        return base_url(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return url_option(text)
 
 
 def _ray_error(state) -> None:

@@ -98,6 +98,8 @@ def attach_argv(args: argparse.Namespace) -> list[str]:
         cmd.append("--no-notify")
     if getattr(args, "no_slurm", False):
         cmd.append("--no-slurm")
+    if getattr(args, "ray", None):
+        cmd += ["--ray", args.ray]
     return cmd
 
 
@@ -299,4 +301,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-notify", action="store_true", help="no bell or desktop notification on stage changes")
     p.add_argument("--no-slurm", action="store_true",
                    help="a submission: do not ask Slurm about its jobs, read their states from their files alone")
+    p.add_argument("--ray", metavar="URL", type=_ray_url,
+                   help="the Ray dashboard of a run whose services span nodes (e.g. http://HEAD:8265), asked by "
+                        "each tab's screen as by attach --ray")
     p.set_defaults(func=serve)
+
+
+def _ray_url(text: str) -> str:
+    from .core.cluster.ray import url_option  # (the Ray reader only when the option is given)
+
+    return url_option(text)

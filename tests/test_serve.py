@@ -91,6 +91,14 @@ def test_each_tab_runs_a_read_only_attach_with_the_path_quoted(tmp_path: Path):
     assert "'" + str(odd) + "'" in cmd and "--on-quit leave" in cmd and cmd.endswith("--poll --no-notify")
 
 
+def test_each_tab_asks_the_ray_dashboard_serve_was_given():
+    from gymwatch.cli import _load_extras, build_parser
+
+    _load_extras()
+    args = build_parser().parse_args(["serve", str(CASES / "aborted_500"), "--ray", "head:8265/"])
+    assert serve_mod.attach_argv(args)[-2:] == ["--ray", "http://head:8265"]
+
+
 # --- every screen serve starts ends with its tab --------------------------------------------------
 
 GONE_WITHIN = 10.0      # seconds: a tab's screen, once its connection is gone, or serve once stopped

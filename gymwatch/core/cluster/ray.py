@@ -14,6 +14,7 @@ dead node or actor marks is core/cluster/raymarks.py's.
 
 from __future__ import annotations
 
+import argparse
 import json
 import socket
 import urllib.error
@@ -88,6 +89,14 @@ Opener = Callable[[str, float], bytes]
 def fetch(url: str, timeout: float) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout) as resp:
         return resp.read()
+
+
+def url_option(text: str) -> str:
+    """`--ray URL` on a command line (argparse's type): the dashboard's base URL, or why not."""
+    try:
+        return base_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def base_url(url: str) -> str:
