@@ -411,9 +411,10 @@ def _stalls_text(state: RunState) -> list[str]:
 
 
 def failure_words(t: Trial) -> str:
-    """` (class, HTTP status: message)` of a failed trial, as much as it has; '' for none."""
+    """` (class, HTTP status: message)` of a failed trial, as much as it has; '' for none. The
+    message whole (what went wrong is often at its end; a row's is kept to a few hundred characters)."""
     head = ", ".join(x for x in (clean(t.failure_class), f"HTTP {t.http_status}" if t.http_status else "") if x)
-    message = _cut(clean(t.message), 80) if t.message else ""
+    message = clean(t.message) if t.message else ""
     words = head + (": " if head and message else "") + message
     return f" ({words})" if words else ""
 

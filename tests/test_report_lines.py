@@ -69,3 +69,18 @@ def test_the_collectors_last_line_is_not_repeated_when_it_is_the_evidence(tmp_pa
     assert json.dumps(to_json(state)["evidence"]["text"]) == json.dumps(retry)
     head = text[: text.index("\n\n")]
     assert head.count("gym_eval_run.stdout.log:2") == 1
+
+
+def test_a_failed_trials_message_is_listed_whole(tmp_path):
+    """A failure row's message names what went wrong at its end (`...: ServerDisconnectedError: Server
+    disconnected`): the text report's list of trials quotes it whole, not its first 80 characters."""
+    run = Run(tmp_path)
+    message = ("POST http://127.0.0.1:51191/run returned 500: ServerDisconnectedError: Server disconnected "
+               "while reading the agent's answer")
+    run.rows("", rollout(0))
+    run.rows("_failures", {"_ng_task_index": 1, "_ng_rollout_index": 0, "agent_ref": {"name": "env_agent"},
+                           "_ng_failure_class": "agent_run_error", "_ng_failure_message": message})
+    run.finish()
+    _, text, _ = reports(tmp_path)
+    line = next(ln for ln in text.splitlines() if ln.startswith("  task 1 rollout 0: failed"))
+    assert f"(agent_run_error: {message})" in line
