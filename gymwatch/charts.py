@@ -162,8 +162,9 @@ PART_MARK = {COMPLETED_PART: FULL, FAILED_PART: FAILED_MARK, NEVER_PART: NEVER_M
 
 
 def throughput_rows(tp: Throughput, width: int = BAR, rows: int = MOST_ROWS) -> list[tuple[str, list[tuple[str, int]], str]]:
-    """Each bucket (merged to at most `rows`): its label (`+h:mm` from the first result and its
-    count), its bar's parts (kind, cells: each at least one when there is any of it) and a note."""
+    """Each bucket (merged to at most `rows`): its label (`+h:mm` from the first result, `+m:ss` for
+    buckets under a minute, and its count), its bar's parts (kind, cells: each at least one when there
+    is any of it) and a note."""
     shown = tp.merged(rows)
     if not shown.buckets:
         return []
@@ -171,26 +172,43 @@ def throughput_rows(tp: Throughput, width: int = BAR, rows: int = MOST_ROWS) -> 
     count_w = len(str(peak))
     out = []
     for b in shown.buckets:
-        minutes = int((b.start - first) // 60)
         parts = [(kind, max(1, round(n / peak * width))) for kind, n in
                  ((COMPLETED_PART, b.completed), (FAILED_PART, b.failed), (NEVER_PART, b.never_ran)) if n]
         notes = ", ".join(f"{n} {w}" for n, w in ((b.failed, "failed"), (b.never_ran, "never ran")) if n)
-        out.append((f"+{minutes // 60}:{minutes % 60:02d} {b.total:>{count_w}}", parts, notes))
+        out.append((f"{_offset(b.start - first, shown.width)} {b.total:>{count_w}}", parts, notes))
     return out
 
 
+def _offset(seconds: float, width: float) -> str:
+    """A bucket's start from the first result's: `+h:mm`, or `+m:ss` when buckets are under a minute."""
+    s = int(seconds)
+    if width < 60:
+        return f"+{s // 60}:{s % 60:02d}"
+    return f"+{s // 3600}:{s // 60 % 60:02d}"
+
+
+def per_words(width: float) -> str:
+    """A bucket's width in words: `10 s`, `minute`, `5 minutes`, `hour`, `6 hours`."""
+    w = int(width)
+    if w < 60:
+        return f"{w} s"
+    if w < 3600:
+        return "minute" if w == 60 else f"{w // 60} minutes"
+    return "hour" if w == 3600 else f"{w // 3600} hours"
+
+
 def throughput_lines(tp: Throughput, width: int = BAR, rows: int = MOST_ROWS) -> list[str]:
-    """Results per bucket as bars from the first result (`+h:mm`): completed █, failed ×, never ran ░."""
+    """Results per bucket as bars from the first result (`+h:mm`, or `+m:ss`): completed █, failed ×, never ran ░."""
     return [f"{label} {''.join(PART_MARK[k] * n for k, n in parts)}" + (f"  {notes}" if notes else "")
             for label, parts, notes in throughput_rows(tp, width, rows)]
 
 
-def throughput_caption(tp: Throughput) -> str:
+def throughput_caption(tp: Throughput, rows: int = MOST_ROWS) -> str:
+    """What the bars of `throughput_rows(tp, rows=rows)` count, and by which clock."""
     basis = {SEEN: "when gymwatch saw each result arrive" + (
                  " (those already there: when the model answered them)" if tp.mixed else ""),
              ANSWERED: "when the model answered each (response.created_at: the run was read after the fact)"}
-    width = int(tp.merged(MOST_ROWS).width // 60)
-    per = "minute" if width == 1 else f"{width} minutes"
+    per = per_words(tp.merged(rows).width)
     untimed = sum(tp.untimed.values())
     left = f"; {untimed} result(s) with no time left out" if untimed and tp.buckets else ""
     return (f"Results per {per}, by {basis.get(tp.basis, 'time')}: {FULL} completed, {FAILED_MARK} failed, "

@@ -83,16 +83,17 @@ def state_of(*trials: Trial, concurrency=None) -> RunState:
     return st
 
 
-def test_throughput_counts_each_status_per_minute_from_the_first_result():
+def test_throughput_counts_each_status_per_ten_seconds_from_the_first_result():
     st = state_of(trial(0, arrived=T0 + 5), trial(1, arrived=T0 + 59), trial(2, status=T_FAILED, arrived=T0 + 61),
                   trial(3, status=T_NEVER_RAN, out=0, arrived=T0 + 185), trial(4, arrived=None),
                   trial(5, status="pending"))
     tp = figures.throughput(st)
     assert tp.basis == figures.SEEN
-    assert [(b.start - T0, b.completed, b.failed, b.never_ran) for b in tp.buckets] == [
-        (0, 2, 0, 0), (60, 0, 1, 0), (120, 0, 0, 0), (180, 0, 0, 1)]
+    assert tp.width == 10 and len(tp.buckets) == 19        # every 10 s from the first, empty ones too
+    assert [(b.start - T0, b.completed, b.failed, b.never_ran) for b in tp.buckets if b.total] == [
+        (0, 1, 0, 0), (50, 1, 0, 0), (60, 0, 1, 0), (180, 0, 0, 1)]
     assert tp.untimed == {T_COMPLETED: 1}        # there before gymwatch looked
-    merged = tp.merged(2)
+    merged = tp.merged(2)      # 10 buckets of 10 s would do; merged to a width a person reads: 2 minutes
     assert merged.width == 120 and [(b.completed, b.failed, b.never_ran) for b in merged.buckets] == [(2, 1, 0), (0, 0, 1)]
 
 
@@ -100,7 +101,7 @@ def test_throughput_of_a_run_read_after_the_fact_uses_when_the_model_answered():
     st = state_of(trial(0, answered=T0 + 10), trial(1, answered=T0 + 70), trial(2, status=T_FAILED))
     tp = figures.throughput(st)
     assert tp.basis == figures.ANSWERED
-    assert [b.total for b in tp.buckets] == [1, 1] and tp.untimed == {T_FAILED: 1}
+    assert [b.total for b in tp.buckets] == [1, 0, 0, 0, 0, 0, 1] and tp.untimed == {T_FAILED: 1}
     assert figures.throughput(state_of(trial(0))).buckets == []
 
 
@@ -249,7 +250,7 @@ def test_results_there_before_gymwatch_looked_are_placed_by_their_answers_when_t
     later = [trial(2, arrived=T0 + 130, answered=T0 + 129), trial(3, status=T_FAILED, arrived=T0 + 135)]
     tp = figures.throughput(state_of(*earlier, *later))
     assert tp.basis == figures.SEEN and tp.mixed and tp.untimed == {}
-    assert [(b.completed, b.failed) for b in tp.buckets] == [(1, 0), (1, 0), (1, 1)]
+    assert [(b.completed, b.failed) for b in tp.buckets if b.total] == [(1, 0), (1, 0), (1, 1)]
     # a replay: its clock runs days after the recording's answers: those stay untimed
     replayed = [trial(0, answered=T0 - 5 * 86400), trial(2, arrived=T0 + 130)]
     tp = figures.throughput(state_of(*replayed))
@@ -266,3 +267,13 @@ def test_steps_seen_within_a_second_of_the_next_join_the_one_before():
     lane, = timeline.startup(st).lanes
     assert [(sp.label, sp.start - T0, sp.end - T0) for sp in lane.spans] == [
         ("venv create + install 3 packages", 0, pytest.approx(20.3)), ("start", pytest.approx(20.3), 35)]
+
+
+def test_a_pause_of_a_minute_and_more_shows_in_a_short_runs_throughput():
+    """Results, then 75 s of nothing, then more: in buckets of a minute the pause hid (3, then 7); it
+    shows as empty buckets, and wider merged buckets keep widths a person reads."""
+    st = state_of(*(trial(i, arrived=T0 + i) for i in range(3)), *(trial(i, arrived=T0 + 80 + i) for i in range(3, 10)))
+    tp = figures.throughput(st)
+    assert [b.total for b in tp.buckets] == [3, 0, 0, 0, 0, 0, 0, 0, 7]
+    assert tp.merged(5).width == 20 and tp.merged(2).width == 60 and tp.merged(1).width == 120
+

@@ -1,5 +1,5 @@
 """What the charts show, computed from the model in memory (never a second read of the run): results
-per minute (throughput), how rewards spread per agent and per task, how many tokens a trial took.
+over time (throughput), how rewards spread per agent and per task, how many tokens a trial took.
 
 Views draw these (gymwatch/charts.py as text, the screen as plots); nothing here draws.
 
@@ -23,7 +23,10 @@ from .model import T_COMPLETED, T_FAILED, T_NEVER_RAN, RunState, Trial
 
 SEEN, ANSWERED = "seen", "answered"     # the two times a result can have (module docstring)
 RESULTS = (T_COMPLETED, T_FAILED, T_NEVER_RAN)
-MINUTE = 60.0
+BASE = 10.0              # seconds a throughput bucket spans before it is merged to fit (a short run's pause shows)
+# The widths a merged bucket may span (a multiple of BASE each): a label a person reads at once.
+NICE = (10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 10800.0, 21600.0, 43200.0,
+        86400.0)
 AGREE = 24 * 3600.0       # the longest a run's earlier answers may precede what gymwatch saw arrive
 SLACK = 60.0              # ... and how far after it one may seem to (clock skew, a row written late)
 MAX_VALUE_BINS = 12      # rewards with at most this many distinct values: a bin each (0/1 rewards: two)
@@ -61,7 +64,7 @@ class Bucket:
 @dataclass(slots=True)
 class Throughput:
     basis: str                                  # SEEN / ANSWERED / '' (no result has a time)
-    width: float = MINUTE                       # seconds a bucket spans
+    width: float = BASE                         # seconds a bucket spans
     buckets: list[Bucket] = field(default_factory=list)   # consecutive, from the first result's
     untimed: dict[str, int] = field(default_factory=dict)  # results with no time, by status
     mixed: bool = False         # (SEEN) the results before gymwatch looked placed by their answers
@@ -71,10 +74,13 @@ class Throughput:
         return max((b.total for b in self.buckets), default=0)
 
     def merged(self, most: int) -> "Throughput":
-        """The same results in at most `most` buckets (each a whole number of minutes wide)."""
+        """The same results in at most `most` buckets, each as wide as one of NICE (or a whole
+        number of days)."""
         if len(self.buckets) <= most:
             return self
         k = math.ceil(len(self.buckets) / most)
+        nice = next((w for w in NICE if w >= self.width * k), None)
+        k = round(nice / self.width) if nice is not None else math.ceil(self.width * k / NICE[-1]) * round(NICE[-1] / self.width)
         out = Throughput(self.basis, self.width * k, [], dict(self.untimed), self.mixed)
         for i in range(0, len(self.buckets), k):
             part = self.buckets[i:i + k]
@@ -84,7 +90,8 @@ class Throughput:
 
 
 def throughput(state: RunState) -> Throughput:
-    """Results per minute: completed, failed and never-ran trials by when their result came."""
+    """Results per BASE seconds (views merge them to fit): completed, failed and never-ran trials by
+    when their result came."""
     trials = state.trials.values()
     basis = time_basis(trials)
     out = Throughput(basis)
@@ -106,11 +113,11 @@ def throughput(state: RunState) -> Throughput:
     timed = [v for v in times.values() if v]
     for v in timed:
         v.sort()
-    first = math.floor(min(v[0] for v in timed) / MINUTE) * MINUTE
-    n = int((max(v[-1] for v in timed) - first) // MINUTE) + 1
-    edges = [first + (i + 1) * MINUTE for i in range(n)]
+    first = math.floor(min(v[0] for v in timed) / BASE) * BASE
+    n = int((max(v[-1] for v in timed) - first) // BASE) + 1
+    edges = [first + (i + 1) * BASE for i in range(n)]
     per = {status: _counts(v, edges) for status, v in times.items()}
-    out.buckets = [Bucket(first + i * MINUTE, per[T_COMPLETED][i], per[T_FAILED][i], per[T_NEVER_RAN][i])
+    out.buckets = [Bucket(first + i * BASE, per[T_COMPLETED][i], per[T_FAILED][i], per[T_NEVER_RAN][i])
                    for i in range(n)]
     return out
 

@@ -1,5 +1,5 @@
 """`c` / `t`: the run's charts over the live screen, a page at a time: the startup timeline (each
-server's steps on one axis, the critical path marked), throughput (results per minute, failures and
+server's steps on one axis, the critical path marked), throughput (results over time, failures and
 never-ran marked), rewards per agent and per task, tokens per trial, and cost and speed per agent.
 
 Drawn with block characters from the model in memory (core/timeline.py, core/figures.py,
@@ -31,6 +31,7 @@ TIMELINE, THROUGHPUT, REWARDS, TOKENS, COST = "timeline", "throughput", "rewards
 PAGES = (TIMELINE, THROUGHPUT, REWARDS, TOKENS, COST)
 TITLES = {TIMELINE: "Startup", THROUGHPUT: "Throughput", REWARDS: "Rewards", TOKENS: "Tokens", COST: "Cost"}
 CHART_EVERY = 1.0       # seconds between two computations of a page while the run changes
+SCREEN_ROWS = 60        # throughput bars at most (the page scrolls)
 OUTCOME_STYLE = {S_READY: "green", S_FAILED: "bold red", S_STOPPED: "dim"}
 PART_STYLE = {charts.COMPLETED_PART: "green", charts.FAILED_PART: "bold red", charts.NEVER_PART: "yellow"}
 
@@ -93,10 +94,10 @@ def _cut(text: str, width: int) -> str:
 
 def _throughput(state: RunState, width: int, now: Optional[float]) -> Text:
     tp = figures.throughput(state)
-    rows = charts.throughput_rows(tp, max(10, width - 30), rows=60)
+    rows = charts.throughput_rows(tp, max(10, width - 30), rows=SCREEN_ROWS)
     if not rows:
         return Text("No result has a time yet.", style="dim")
-    out = [Text(charts.throughput_caption(tp), style="dim")]
+    out = [Text(charts.throughput_caption(tp, SCREEN_ROWS), style="dim")]
     for label, parts, notes in rows:
         row = Text(label + " ")
         for kind, n in parts:
