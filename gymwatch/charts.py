@@ -199,7 +199,7 @@ def per_words(width: float) -> str:
 
 def throughput_lines(tp: Throughput, width: int = BAR, rows: int = MOST_ROWS) -> list[str]:
     """Results per bucket as bars from the first result (`+h:mm`, or `+m:ss`): completed █, failed ×, never ran ░."""
-    return [f"{label} {''.join(PART_MARK[k] * n for k, n in parts)}" + (f"  {notes}" if notes else "")
+    return [(f"{label} {''.join(PART_MARK[k] * n for k, n in parts)}".rstrip() + (f"  {notes}" if notes else ""))
             for label, parts, notes in throughput_rows(tp, width, rows)]
 
 
