@@ -524,7 +524,9 @@ def test_a_dead_forked_worker_is_made_up_for_in_process(tmp_path, forked_pools, 
         return real_make(path, sig, sweep, found)
     monkeypatch.setattr(workers, "make", make_then_die)
     assert list_runs([root], SummaryCache(enabled=False), jobs=3) == alone
-    assert len(list(tmp_path.glob("died-*"))) == 2
+    # each worker dies at its first run; one may get none (this process takes runs too, and under a
+    # busy machine can take them all before it starts)
+    assert 1 <= len(list(tmp_path.glob("died-*"))) <= 2
 
 
 def test_a_forked_pool_makes_runs_here_too(tmp_path, monkeypatch):

@@ -16,6 +16,7 @@ import pytest
 
 from fakeslurm import FakeSlurm
 from gymwatch.browse.cache import SummaryCache
+from gymwatch.browse.fmt import benchmarks_text
 from gymwatch.browse.runs import list_runs
 from gymwatch.browse.screen import BrowseApp, BrowseState, RunDetail
 from submissions import CASES, copy, run_dir
@@ -78,6 +79,9 @@ def test_a_submission_is_one_row_with_each_benchmark_s_state(tmp_path):
     assert [(b["name"], b["jobs"], b["phase"], b["state"], b["verdict"]) for b in row["benchmarks"]] == [
         ("mcqa", ["601"], "ended", "completed", "ok"), ("mcqa_again", ["602"], "ended", "completed", "ok")]
     assert row["slurm"] == "not asked (files alone)"
+    # each benchmark's mean reward (a mean over several benchmarks would mean nothing: none for the row)
+    assert [b["mean_reward"] for b in row["benchmarks"]] == [0.2, 0.2] and row["mean_reward"] is None
+    assert "mcqa: completed, ok, mean 0.200 · mcqa_again: completed, ok, mean 0.200" in benchmarks_text(row)
     assert rows[svc]["verdict"] == "startup_failed" and rows[svc]["benchmarks"][0]["state"] == "failed"
     assert rows[svc]["reason"].startswith("service policy (job 201) died during startup")
 
@@ -89,7 +93,7 @@ def test_the_text_list_says_each_benchmark_and_never_asks_slurm(tmp_path, monkey
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     two = next(ln for ln in lines if ln.startswith("cluster/gym-job-20261206T063132Z-95654b "))
-    assert two.split()[1] == "ok" and two.endswith("mcqa: completed, ok · mcqa_again: completed, ok")
+    assert two.split()[1] == "ok" and two.endswith("mcqa: completed, ok, mean 0.200 · mcqa_again: completed, ok, mean 0.200")
     svc = next(ln for ln in lines if ln.startswith("cluster/gym-job-20261206T062747Z-5be5e7 "))
     assert svc.split()[1] == "startup_failed" and svc.endswith("mcqa: failed, startup failed")
     assert lines[-1] == "1 run, 2 submissions (gym eval submit: read from their files, Slurm not asked)"
@@ -137,7 +141,7 @@ async def test_opening_a_submission_in_the_list_opens_its_screen(tmp_path):
         await pilot.press("slash", *"95654b", "enter")
         assert screen.table.row_count == 1 and screen.shown[0]["path"] == two
         line = next(ln for ln in screen_lines(app) if "95654b" in ln and "▊" not in ln)
-        assert "mcqa: completed, ok · mcqa_again: completed, ok" in line
+        assert "mcqa: completed, ok, mean 0.200 · mcqa_again: completed, ok, mean 0.200" in line
         await pilot.press("d")                              # the detail screen: the submission's report
         assert await wait_for(pilot, lambda: isinstance(app.screen, RunDetail))
         assert await wait_for(pilot, lambda: "submission: gym-job-20261206T063132Z-95654b" in "\n".join(screen_lines(app)))

@@ -64,11 +64,13 @@ def name(run: dict[str, Any]) -> str:
 
 
 def benchmarks_text(row: dict[str, Any]) -> str:
-    """The list's words for a submission's benchmarks: `mcqa: running, collecting · aime: queued`."""
+    """The list's words for a submission's benchmarks: `mcqa: running, collecting, mean 0.620 · aime: queued`."""
     parts = []
     for b in row.get("benchmarks") or []:
         words = [w for w in (b.get("state"), (b.get("verdict") or "").replace("_", " ")) if w]
         words = list(dict.fromkeys(words))          # queued, queued: once
+        if b.get("mean_reward") is not None:
+            words.append(f"mean {b['mean_reward']:.3f}")
         parts.append(f"{b['name']}: {', '.join(words)}" if words else b["name"])
     return clean(" · ".join(parts))
 

@@ -20,7 +20,7 @@ from ..core.cluster.record import Submission, SubmissionError
 from ..core.cluster.words import state_words
 from ..core.jobsession import read_submission
 from ..core.model import TRIAL_STATUSES
-from ..core.verdict import counts, verdict
+from ..core.verdict import counts, mean_reward, verdict
 from ..report import Benchmark, whole
 from .fmt import ERROR
 
@@ -76,8 +76,11 @@ def summary(sub: Submission) -> dict[str, Any]:
     for _, state, _ in benchmarks:
         for k, n in counts(state).items():
             trials[k] += n
-    return {**row, "verdict": v.name, "reason": v.reason, "worst": name, "trials": trials,
-            "benchmarks": [_benchmark(b) for b in benchmarks]}
+    each = [_benchmark(b) for b in benchmarks]
+    # a benchmark's mean reward is its own: a mean over several benchmarks would mean nothing
+    mean = each[0]["mean_reward"] if len(each) == 1 else None
+    return {**row, "verdict": v.name, "reason": v.reason, "worst": name, "trials": trials, "mean_reward": mean,
+            "benchmarks": each}
 
 
 def _benchmark(b: Benchmark) -> dict[str, Any]:
@@ -86,7 +89,7 @@ def _benchmark(b: Benchmark) -> dict[str, Any]:
     job = state.job
     return {"name": name, "verdict": v.name, "jobs": [ln.job_id for ln in job.links] if job else [],
             "phase": c.phase if c else None, "slurm_state": c.state if c else None,
-            "state": state_word(b), "headline": c.headline if c else None}
+            "state": state_word(b), "headline": c.headline if c else None, "mean_reward": mean_reward(state)}
 
 
 def state_word(b: Benchmark) -> str:
