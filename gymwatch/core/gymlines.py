@@ -32,25 +32,24 @@ class Gated:
     def __init__(self, pattern: str, words: tuple[str, ...] = (), starts: tuple[str, ...] = ()):
         self.regex, self.words, self.starts = re.compile(pattern), words, starts
 
-    def search(self, text: str) -> Optional[re.Match[str]]:
+    def may_match(self, text: str) -> bool:
+        """`text` starts with one of `starts` or holds one of `words`: the pattern is worth trying."""
         if self.starts and text.startswith(self.starts):
-            return self.regex.search(text)
-        for word in self.words:
+            return True
+        for word in self.words:        # (a loop: a generator in any() costs twice the check)
             if word in text:
-                return self.regex.search(text)
-        return None
+                return True
+        return False
+
+    def search(self, text: str) -> Optional[re.Match[str]]:
+        return self.regex.search(text) if self.may_match(text) else None
 
     def match(self, text: str) -> Optional[re.Match[str]]:
-        if self.starts and text.startswith(self.starts):
-            return self.regex.match(text)
-        for word in self.words:
-            if word in text:
-                return self.regex.match(text)
-        return None
+        return self.regex.match(text) if self.may_match(text) else None
 
     def last(self, text: str) -> Optional[re.Match[str]]:
         """The last match in `text` (a progress bar redrawn many times on one line)."""
-        if not (self.starts and text.startswith(self.starts)) and not any(w in text for w in self.words):
+        if not self.may_match(text):
             return None
         last = None
         for m in self.regex.finditer(text):
