@@ -78,9 +78,9 @@ class Throughput:
         number of days)."""
         if len(self.buckets) <= most:
             return self
-        k = math.ceil(len(self.buckets) / most)
-        nice = next((w for w in NICE if w >= self.width * k), None)
-        k = round(nice / self.width) if nice is not None else math.ceil(self.width * k / NICE[-1]) * round(NICE[-1] / self.width)
+        least = self.width * math.ceil(len(self.buckets) / most)
+        width = next((w for w in NICE if w >= least), math.ceil(least / NICE[-1]) * NICE[-1])
+        k = round(width / self.width)
         out = Throughput(self.basis, self.width * k, [], dict(self.untimed), self.mixed)
         for i in range(0, len(self.buckets), k):
             part = self.buckets[i:i + k]
