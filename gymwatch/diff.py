@@ -80,7 +80,7 @@ def compare_benchmarks(a: dict[str, RunState], b: dict[str, RunState], paths: tu
 
 def render_benchmarks(d: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
-        return to_json(d, indent=2, ensure_ascii=True).decode() + "\n"
+        return _json(d)
     out = []
     for one in d["benchmarks"]:
         name = clean(one["benchmark"])
@@ -326,9 +326,14 @@ def md_stats(d: dict[str, Any]) -> list[str]:
     return out
 
 
+def _json(d: dict[str, Any]) -> str:
+    """The report's encoder (json's own is pure Python once it indents), ASCII as json's default."""
+    return to_json(d, indent=2, ensure_ascii=True).decode() + "\n"
+
+
 def render(d: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":     # the report's encoder (json's own is pure Python once it indents)
-        return to_json(d, indent=2, ensure_ascii=True).decode() + "\n"
+    if fmt == "json":
+        return _json(d)
     if fmt == "md":
         return to_markdown(d)
     return to_text(d)
