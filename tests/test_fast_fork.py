@@ -21,7 +21,6 @@ from gymwatch.core.fast import fork
 from gymwatch.core.session import read_run
 from runbuilder import Run, rollout
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNS = sorted({p.parent for p in FIXTURES.rglob("rollouts.jsonl")})
 ODD = ['{"_ng_task_index": 7, "_ng_rollout_index": 0, "q": "ünïcødé", "reward": 1.0}',
